@@ -1,0 +1,35 @@
+# bpefst developer commands.  `make demo` sets everything up and shows the tool;
+# `make test` runs the whole suite (what CI runs).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+DEMO   := build/demo
+
+.PHONY: install demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	@mkdir -p $(DEMO)
+	$(BIN)/bpefst train fixtures/corpus.txt --vocab-size 600 --special-token '<|endoftext|>' --output $(DEMO)/tokenizer.bpefst
+	$(BIN)/bpefst info $(DEMO)/tokenizer.bpefst
+	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst --format tokens
+	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst decode $(DEMO)/tokenizer.bpefst
+	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python benchmarks/bench_train.py
+
+clean:
+	rm -rf build $(VENV)

@@ -1,0 +1,131 @@
+"""On-disk artifacts: msgpack documents with a small checked header.
+
+Everything bpefst writes is a msgpack map::
+
+    {"format": "bpefst", "kind": KIND, "schema": N, "fingerprint": HEX, "body": {...}}
+
+``kind`` is one of :data:`KINDS`; ``fingerprint`` identifies the tokenizer the
+artifact was built from (empty for a standalone automaton).  Loading checks all
+four header fields and fails with a plain message naming what was expected and
+what was found.  Large integer tables go in the body as packed arrays
+(:func:`pack_ints` / :func:`unpack_ints`), not as lists of msgpack ints, which
+keeps files small and loading fast.
+
+Writes are atomic: the document goes to a temporary file in the target
+directory which is then renamed over the target, so an interrupted run never
+leaves a half-written artifact behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from array import array
+from pathlib import Path
+from typing import Any, Iterable
+
+import msgpack
+
+from .errors import ArtifactError, BpefstError
+
+FORMAT_NAME = "bpefst"
+KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton")
+
+
+def pack_ints(values: Iterable[int], typecode: str = "I") -> bytes:
+    """Pack non-negative ints into little-endian bytes (``I`` = uint32, ``Q`` = uint64)."""
+    arr = array(typecode, values)
+    if sys.byteorder != "little":
+        arr.byteswap()
+    return arr.tobytes()
+
+
+def unpack_ints(data: bytes, typecode: str = "I") -> array:
+    """Inverse of :func:`pack_ints`; raises ArtifactError on a ragged buffer."""
+    arr = array(typecode)
+    if len(data) % arr.itemsize:
+        raise ArtifactError(f"corrupted artifact: packed array of {len(data)} bytes is not a multiple of {arr.itemsize}")
+    arr.frombytes(data)
+    if sys.byteorder != "little":
+        arr.byteswap()
+    return arr
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> None:
+    """Serialize ``body`` under a header and write it atomically to ``path``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown artifact kind {kind!r}")
+    document = {"format": FORMAT_NAME, "kind": kind, "schema": schema, "fingerprint": fingerprint, "body": body}
+    atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
+
+
+def read_header_and_body(path: str | os.PathLike) -> dict[str, Any]:
+    """Read an artifact document without checking its kind (for ``bpefst info``)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_artifact(raw, str(path))
+
+
+def parse_artifact(raw: bytes, name: str) -> dict[str, Any]:
+    """Decode and sanity-check the header of an artifact held in memory."""
+    try:
+        document = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types on bad data
+        raise ArtifactError(f"{name}: not a bpefst artifact (truncated or corrupted msgpack: {type(exc).__name__})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
+        raise ArtifactError(f"{name}: not a bpefst artifact (missing header)")
+    for field, kind in (("kind", str), ("schema", int), ("fingerprint", str), ("body", dict)):
+        if not isinstance(document.get(field), kind):
+            raise ArtifactError(f"{name}: corrupted artifact header (field {field!r})")
+    return document
+
+
+def read_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str | None = None) -> dict[str, Any]:
+    """Load an artifact and check kind, schema version and (optionally) fingerprint.
+
+    Returns the whole document; callers read ``document["body"]``.
+    """
+    document = read_header_and_body(path)
+    check_header(document, str(path), kind, schema, fingerprint)
+    return document
+
+
+def check_header(document: dict[str, Any], name: str, kind: str, schema: int, fingerprint: str | None = None) -> None:
+    """Raise ArtifactError unless the header matches what the caller expects."""
+    if document["kind"] != kind:
+        raise ArtifactError(f"{name}: expected a {kind} artifact, found a {document['kind']} artifact")
+    if document["schema"] != schema:
+        raise ArtifactError(
+            f"{name}: {kind} artifact has schema version {document['schema']}, this bpefst reads version {schema}"
+        )
+    if fingerprint is not None and document["fingerprint"] != fingerprint:
+        raise ArtifactError(
+            f"{name}: built from tokenizer {document['fingerprint'][:16]}, "
+            f"but the tokenizer given is {fingerprint[:16]}"
+        )

@@ -1,0 +1,106 @@
+"""What every command shares: error handling, reading inputs, loading tokenizers.
+
+Conventions (DESIGN.md): results on stdout, diagnostics on stderr; exit 0 on
+success, 1 for a negative verdict, 2 for bad usage or bad input; no traceback
+for user errors; a closed stdout pipe (``| head``) ends the command quietly.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import BinaryIO, Callable, Iterator
+
+import click
+
+from ..errors import BpefstError
+from ..tokenizer import BPEModel, load_tokenizer, resolve_pattern
+
+
+class Failure(click.ClickException):
+    """A BpefstError on its way out: one line on stderr, the error's exit code."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:
+        click.echo(f"bpefst: error: {self.format_message()}", err=True)
+
+
+def user_errors(command: Callable) -> Callable:
+    """Decorator: turn BpefstError into a one-line message and exit status 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except BpefstError as exc:
+            raise Failure(str(exc), exc.exit_code) from None
+        except MemoryError:
+            raise Failure("out of memory", 2) from None
+
+    return wrapper
+
+
+def read_input(path: str) -> bytes:
+    """All bytes of a file, or of stdin for ``-``."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    if os.path.isdir(path):
+        raise BpefstError(f"{path} is a directory, not a file")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def iter_input_lines(path: str) -> Iterator[bytes]:
+    """Lines of a file or stdin, streamed."""
+    if path == "-":
+        yield from sys.stdin.buffer
+        return
+    if os.path.isdir(path):
+        raise BpefstError(f"{path} is a directory, not a file")
+    try:
+        handle: BinaryIO = open(path, "rb")
+    except OSError as exc:
+        raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with handle:
+        yield from handle
+
+
+def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:
+    """``--special TEXT=ID`` options -> dict (None when none given)."""
+    if not values:
+        return None
+    specials = {}
+    for value in values:
+        text, sep, number = value.rpartition("=")
+        if not sep or not text or not number.isdigit():
+            raise BpefstError(f"--special expects TEXT=ID, found {value!r}")
+        specials[text] = int(number)
+    return specials
+
+
+def load_model(path: str, pattern: str | None = None, specials: tuple[str, ...] = ()) -> BPEModel:
+    return load_tokenizer(path, pattern=resolve_pattern(pattern) if pattern else None, specials=parse_specials(specials))
+
+
+def tokenizer_options(command: Callable) -> Callable:
+    """``--pattern`` and ``--special`` for formats that do not carry them (tiktoken rank files)."""
+    command = click.option(
+        "--special",
+        "specials",
+        multiple=True,
+        metavar="TEXT=ID",
+        help="Special token of a tiktoken rank file (repeatable); known encodings have theirs built in.",
+    )(command)
+    command = click.option(
+        "--pattern",
+        metavar="NAME|REGEX",
+        help="Pre-tokenization pattern: gpt2, cl100k, o200k, whitespace, none, or a regex (overrides the file's).",
+    )(command)
+    return command

@@ -1,0 +1,170 @@
+"""``bpefst info``, ``encode``, ``decode`` and ``convert``: the tokenizer model from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..artifact import read_header_and_body
+from ..errors import BpefstError
+from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
+from .common import load_model, read_input, tokenizer_options, user_errors
+
+
+@click.command()
+@click.argument("tokenizer", type=click.Path())
+@tokenizer_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@user_errors
+def info(tokenizer: str, pattern: str | None, specials: tuple[str, ...], as_json: bool) -> None:
+    """Describe a tokenizer or a bpefst artifact: kind, sizes, pattern, specials, fingerprint.
+
+    \b
+    Example:
+      bpefst info ../shared/data/gpt2/vocab.json
+    """
+    summary = _artifact_summary(tokenizer)
+    if summary is None:
+        summary = load_model(tokenizer, pattern, specials).summary()
+    if as_json:
+        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k!r}={v}" for k, v in value.items()) or "none"
+        click.echo(f"{key + ':':<28}{value}")
+
+
+def _artifact_summary(path: str) -> dict | None:
+    """Header facts of a non-tokenizer artifact (compiled automata), else None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return None
+    if not head[:1] or not 0x80 <= head[0] <= 0x8F or b"bpefst" not in head:
+        return None
+    document = read_header_and_body(path)
+    if document["kind"] == "tokenizer":
+        return None
+    return {"kind": document["kind"], "schema": document["schema"], "fingerprint": document["fingerprint"]}
+
+
+@click.command()
+@click.argument("tokenizer", type=click.Path())
+@click.argument("input", default="-", type=click.Path(allow_dash=True))
+@tokenizer_options
+@click.option("--allowed-special", default="none", metavar="all|none|TOK,TOK", show_default=True,
+              help="Special tokens recognised in the text; any other special token in the text is an error unless --allowed-special none.")
+@click.option("--format", "fmt", type=click.Choice(["ids", "jsonl", "tokens"]), default="ids", show_default=True,
+              help="ids: space-separated ids on one line; jsonl: one JSON array per input line; tokens: token texts.")
+@user_errors
+def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], allowed_special: str, fmt: str) -> None:
+    """Tokenize text with the reference encoder (textbook priority-queue BPE).
+
+    INPUT is a file or - for stdin.  With --allowed-special none (the default),
+    special tokens in the text are tokenized as plain text.
+
+    \b
+    Example:
+      echo 'Hello world' | bpefst encode ../shared/data/gpt2/vocab.json
+    """
+    encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    allowed, disallowed = _special_policy(allowed_special, encoder.model.specials)
+    data = read_input(input)
+    if fmt == "jsonl":
+        for line in data.splitlines():
+            ids = encoder.encode_bytes(line, allowed_special=allowed, disallowed_special=disallowed)
+            sys.stdout.write(json.dumps(ids) + "\n")
+        return
+    ids = encoder.encode_bytes(data, allowed_special=allowed, disallowed_special=disallowed)
+    if fmt == "tokens":
+        for token_id in ids:
+            sys.stdout.write(json.dumps(encoder.decode_bytes([token_id]).decode("utf-8", errors="replace"), ensure_ascii=False) + "\n")
+    elif ids:
+        sys.stdout.write(" ".join(map(str, ids)) + "\n")
+
+
+def _special_policy(value: str, specials: dict[str, int]) -> tuple[set[str], set[str]]:
+    """``--allowed-special`` -> (allowed, disallowed) in tiktoken's sense."""
+    if value == "all":
+        return set(specials), set()
+    if value == "none":
+        return set(), set()
+    allowed = {s for s in value.split(",") if s}
+    unknown = allowed - set(specials)
+    if unknown:
+        raise BpefstError(f"--allowed-special names {sorted(unknown)[0]!r}, which is not a special token of this tokenizer")
+    return allowed, set(specials) - allowed
+
+
+@click.command()
+@click.argument("tokenizer", type=click.Path())
+@click.argument("input", default="-", type=click.Path(allow_dash=True))
+@tokenizer_options
+@click.option("--format", "fmt", type=click.Choice(["ids", "jsonl"]), default="ids", show_default=True,
+              help="ids: whitespace-separated ids; jsonl: one JSON array of ids per line (one output line each).")
+@user_errors
+def decode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], fmt: str) -> None:
+    """Turn token ids back into text (raw bytes for byte-level tokenizers).
+
+    \b
+    Example:
+      echo '15496 995' | bpefst decode ../shared/data/gpt2/vocab.json
+    """
+    encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    data = read_input(input)
+    out = sys.stdout.buffer
+    if fmt == "jsonl":
+        for line_no, line in enumerate(data.splitlines(), start=1):
+            if line.strip():
+                out.write(_decode_ids(encoder, _parse_json_ids(line, line_no)) + b"\n")
+        return
+    out.write(_decode_ids(encoder, _parse_ids(data)))
+
+
+def _decode_ids(encoder: ReferenceEncoder, ids: list[int]) -> bytes:
+    if encoder.model.is_byte_level:
+        return encoder.decode_bytes(ids)
+    return encoder.decode(ids).encode("utf-8")
+
+
+def _parse_ids(data: bytes) -> list[int]:
+    ids = []
+    for k, word in enumerate(data.split()):
+        if not word.isdigit():
+            raise BpefstError(f"token {k}: {word[:20].decode('utf-8', 'replace')!r} is not a non-negative integer id")
+        ids.append(int(word))
+    return ids
+
+
+def _parse_json_ids(line: bytes, line_no: int) -> list[int]:
+    try:
+        value = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BpefstError(f"line {line_no}: not a JSON array of ids") from None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise BpefstError(f"line {line_no}: expected a JSON array of non-negative integer ids")
+    return value
+
+
+@click.command()
+@click.argument("tokenizer", type=click.Path())
+@tokenizer_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="bpefst", show_default=True, help="Output format.")
+@click.option("--output", "-o", required=True, type=click.Path(), help="Output file (a directory or ...vocab.json for gpt2).")
+@user_errors
+def convert(tokenizer: str, pattern: str | None, specials: tuple[str, ...], fmt: str, output: str) -> None:
+    """Convert a tokenizer between formats (bpefst, HF tokenizer.json, GPT-2, tiktoken).
+
+    \b
+    Example:
+      bpefst convert ../shared/data/tiktoken/cl100k_base.tiktoken.gz -o cl100k.bpefst
+    """
+    model = load_model(tokenizer, pattern, specials)
+    for note in format_losses(model, fmt):
+        click.echo(f"bpefst: note: {note}", err=True)
+    for path in save_tokenizer(model, output, fmt):
+        click.echo(f"wrote {path}", err=True)

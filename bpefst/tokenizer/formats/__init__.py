@@ -1,0 +1,117 @@
+"""Reading and writing tokenizers in every supported format.
+
+:func:`load_tokenizer` recognises the format from the file's content:
+
+* a bpefst tokenizer artifact (msgpack with a ``bpefst`` header);
+* an HF ``tokenizer.json`` (a JSON object with a ``model``);
+* a GPT-2 ``vocab.json`` (a JSON object of token -> id), with ``merges.txt``
+  beside it;
+* a tiktoken rank file (``base64 rank`` lines, plain or gzip);
+* a directory holding ``tokenizer.json`` or ``vocab.json`` + ``merges.txt``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...artifact import FORMAT_NAME
+from ...errors import BpefstError
+from ..model import BPEModel
+from ..pretokenize import PRESETS
+from . import gpt2, hf, native, tiktoken_ranks
+from .common import parse_json, read_raw
+
+FORMATS = ("bpefst", "hf", "gpt2", "tiktoken")
+
+
+def load_tokenizer(path: str | os.PathLike, pattern: str | None = None, specials: dict[str, int] | None = None) -> BPEModel:
+    """Load a tokenizer from any supported format (see module docstring).
+
+    ``pattern`` overrides the pre-tokenization pattern the file implies (a regex
+    string; resolve preset names with :func:`..pretokenize.resolve_pattern`);
+    ``specials`` names special tokens for formats that cannot hold them.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _load_directory(path, pattern)
+    raw = read_raw(path)
+    head = raw[:64].lstrip()
+    if head.startswith(b"{"):
+        return _load_json(path, raw, pattern)
+    if FORMAT_NAME.encode() in raw[:64] and raw[:1] and 0x80 <= raw[0] <= 0x8F:
+        model = native.read_bytes(raw, str(path))
+        return _override(model, pattern, specials)
+    if not raw.strip():
+        raise BpefstError(f"{path}: empty file, not a tokenizer")
+    return tiktoken_ranks.read(path, pattern=pattern, specials=specials)
+
+
+def _load_json(path: Path, raw: bytes, pattern: str | None) -> BPEModel:
+    doc = parse_json(raw, path)
+    if isinstance(doc.get("model"), dict):
+        return hf.from_document(doc, str(path), pattern)
+    merges = gpt2.sibling_merges(path) if path.name.endswith("vocab.json") else path.with_name("merges.txt")
+    if not merges.exists():
+        raise BpefstError(f"{path} looks like a vocab.json, but {merges} is missing")
+    return gpt2.read(path, merges, pattern=pattern)
+
+
+def _load_directory(path: Path, pattern: str | None) -> BPEModel:
+    if (path / "tokenizer.json").exists():
+        return hf.read(path / "tokenizer.json", pattern=pattern)
+    if (path / "vocab.json").exists() and (path / "merges.txt").exists():
+        return gpt2.read(path / "vocab.json", path / "merges.txt", pattern=pattern)
+    raise BpefstError(f"{path} is a directory without tokenizer.json or vocab.json + merges.txt")
+
+
+def _override(model: BPEModel, pattern: str | None, specials: dict[str, int] | None) -> BPEModel:
+    if pattern is None and specials is None:
+        return model
+    from dataclasses import replace
+
+    return replace(model, pattern=model.pattern if pattern is None else pattern, specials=model.specials if specials is None else specials)
+
+
+def format_losses(model: BPEModel, fmt: str) -> list[str]:
+    """What writing ``model`` in ``fmt`` would not keep (empty when lossless).
+
+    GPT-2 files imply the GPT-2 pattern and treat orphan tokens as specials; tiktoken
+    rank files hold neither pattern nor specials unless the file is named after a
+    known encoding.  Callers show these notes so that nothing is lost silently.
+    """
+    from .tiktoken_ranks import KNOWN_ENCODINGS
+
+    notes = []
+    if fmt == "gpt2" and model.pattern != PRESETS["gpt2"]:
+        notes.append(f"vocab.json + merges.txt imply the gpt2 pattern; this tokenizer's pattern ({model.pattern_name}) is not stored: pass --pattern when reading it")
+    if fmt == "tiktoken" and (model.pattern, model.specials) not in KNOWN_ENCODINGS.values():
+        notes.append(f"tiktoken rank files store neither the pattern ({model.pattern_name}) nor special tokens: pass --pattern and --special when reading it")
+    return notes
+
+
+def save_tokenizer(model: BPEModel, path: str | os.PathLike, fmt: str = "bpefst") -> list[Path]:
+    """Write ``model`` in format ``fmt``; returns the files written.
+
+    For ``gpt2``, ``path`` is either a ``...vocab.json`` file (``merges.txt`` goes
+    beside it) or a directory that receives both files.
+    """
+    path = Path(path)
+    if fmt == "bpefst":
+        native.write(model, path)
+        return [path]
+    if fmt == "hf":
+        hf.write(model, path)
+        return [path]
+    if fmt == "tiktoken":
+        tiktoken_ranks.write(model, path)
+        return [path]
+    if fmt == "gpt2":
+        if path.name.endswith("vocab.json"):
+            vocab_path, merges_path = path, gpt2.sibling_merges(path)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            vocab_path, merges_path = path / "vocab.json", path / "merges.txt"
+        gpt2.write(model, vocab_path, merges_path)
+        return [vocab_path, merges_path]
+    raise BpefstError(f"unknown tokenizer format {fmt!r} (expected one of {', '.join(FORMATS)})")

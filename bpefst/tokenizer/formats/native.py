@@ -1,0 +1,84 @@
+"""bpefst's own tokenizer artifact (msgpack, kind ``tokenizer``).
+
+The body stores the vocabulary as one blob of token bytes with packed uint32
+ids and offsets, and the merges as packed uint32 pairs, so a 200k-token
+tokenizer loads in milliseconds.  Loading re-validates the model, so a
+tampered artifact cannot produce an improper tokenizer.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ...artifact import pack_ints, parse_artifact, check_header, unpack_ints, write_artifact
+from ...errors import ArtifactError, BpefstError
+from ..model import BPEModel
+
+KIND = "tokenizer"
+SCHEMA = 1
+
+
+def to_body(model: BPEModel) -> dict:
+    ids = sorted(model.vocab)
+    blobs = [model.token_bytes(i) for i in ids]
+    offsets = [0]
+    for blob in blobs:
+        offsets.append(offsets[-1] + len(blob))
+    return {
+        "level": model.level,
+        "ids": pack_ints(ids),
+        "offsets": pack_ints(offsets),
+        "tokens": b"".join(blobs),
+        "merges": pack_ints(x for pair in model.merges for x in pair),
+        "specials": dict(model.specials),
+        "pattern": model.pattern,
+        "end_of_word_suffix": model.end_of_word_suffix,
+        "continuing_subword_prefix": model.continuing_subword_prefix,
+        "unk_token": model.unk_token,
+        "fuse_unk": model.fuse_unk,
+        "ignore_merges": model.ignore_merges,
+    }
+
+
+def from_body(body: dict, name: str) -> BPEModel:
+    try:
+        level = body["level"]
+        ids = unpack_ints(body["ids"])
+        offsets = unpack_ints(body["offsets"])
+        blob = body["tokens"]
+        flat = unpack_ints(body["merges"])
+        if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(blob) or len(flat) % 2:
+            raise ArtifactError(f"{name}: corrupted tokenizer artifact (inconsistent tables)")
+        tokens = [blob[offsets[k] : offsets[k + 1]] for k in range(len(ids))]
+        if level == "char":
+            tokens = [t.decode("utf-8") for t in tokens]
+        model = BPEModel(
+            level=level,
+            vocab=dict(zip(ids, tokens)),
+            merges=list(zip(flat[0::2], flat[1::2])),
+            specials={str(k): int(v) for k, v in body["specials"].items()},
+            pattern=body["pattern"],
+            end_of_word_suffix=body["end_of_word_suffix"],
+            continuing_subword_prefix=body["continuing_subword_prefix"],
+            unk_token=body["unk_token"],
+            fuse_unk=bool(body["fuse_unk"]),
+            ignore_merges=bool(body["ignore_merges"]),
+        )
+    except BpefstError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{name}: corrupted tokenizer artifact ({type(exc).__name__}: {exc})") from None
+    return model
+
+
+def write(model: BPEModel, path: str | os.PathLike) -> None:
+    write_artifact(path, KIND, SCHEMA, model.fingerprint, to_body(model))
+
+
+def read_bytes(raw: bytes, name: str) -> BPEModel:
+    document = parse_artifact(raw, name)
+    check_header(document, name, KIND, SCHEMA)
+    model = from_body(document["body"], name)
+    if model.fingerprint != document["fingerprint"]:
+        raise ArtifactError(f"{name}: corrupted tokenizer artifact (content does not match its fingerprint)")
+    return model

@@ -1,0 +1,131 @@
+"""tiktoken rank files: one ``base64(token) rank`` per line, plain or gzip.
+
+A rank file has no merge list: tiktoken merges the adjacent pair whose
+concatenation has the lowest rank.  We recover the merge list the way the
+token-ranking implies it (the rank order *is* the merge order): for each
+multi-byte token in rank order, run BPE on its bytes with the merges recovered
+so far; when that leaves exactly two tokens ``(a, b)``, the token is built by
+the merge ``a b`` at this rank.  A token that stays in three or more pieces can
+never be produced by BPE and is kept as an unreachable vocabulary entry.
+
+Rank files carry neither the pre-tokenization pattern nor the special tokens.
+For the files OpenAI publishes (``cl100k_base``, ``o200k_base``) they are
+known facts of tiktoken and applied by file name; for any other file the caller
+must name them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import os
+from pathlib import Path
+
+from ...artifact import atomic_write_bytes
+from ...errors import BpefstError
+from ..model import BPEModel
+from ..pretokenize import PRESETS
+from ..reference import ReferenceEncoder
+from .common import read_raw
+
+KNOWN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
+    "cl100k_base": (
+        PRESETS["cl100k"],
+        {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+    ),
+    "o200k_base": (PRESETS["o200k"], {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+}
+
+
+def encoding_name(path: str | os.PathLike) -> str | None:
+    """``.../cl100k_base.tiktoken.gz`` -> ``cl100k_base`` when it is a known encoding."""
+    stem = Path(path).name.split(".")[0]
+    return stem if stem in KNOWN_ENCODINGS else None
+
+
+def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    data = read_raw(path)
+    for line_no, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            token, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
+        except (ValueError, binascii.Error):
+            raise BpefstError(f"{path}:{line_no}: expected 'base64-token rank', found {line[:60]!r}") from None
+        if not token or rank < 0:
+            raise BpefstError(f"{path}:{line_no}: empty token or negative rank")
+        if token in ranks:
+            raise BpefstError(f"{path}:{line_no}: token {token!r} is listed twice")
+        ranks[token] = rank
+    if len(set(ranks.values())) != len(ranks):
+        raise BpefstError(f"{path}: two tokens share a rank")
+    if not ranks:
+        raise BpefstError(f"{path}: no tokens")
+    return ranks
+
+
+def recover_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
+    """Merges implied by a rank table (see module docstring)."""
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise BpefstError(f"rank file lacks single-byte tokens (e.g. byte {missing[0]}); cannot recover merges")
+    merges: list[tuple[int, int]] = []
+    table: dict[tuple[int, int], tuple[int, int]] = {}
+    encoder = _PartialEncoder(table, ranks)
+    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) == 1:
+            continue
+        pieces = encoder.bpe_bytes(token)
+        if len(pieces) == 2:
+            table[(pieces[0], pieces[1])] = (len(merges), rank)
+            merges.append((pieces[0], pieces[1]))
+    return merges
+
+
+class _PartialEncoder(ReferenceEncoder):
+    """The reference BPE over a merge table that grows while merges are recovered."""
+
+    def __init__(self, table: dict, ranks: dict[bytes, int]):
+        self._merges = table
+        self._byte_ids = [ranks[bytes([b])] for b in range(256)]
+
+    def bpe_bytes(self, token: bytes) -> list[int]:
+        return self.bpe([self._byte_ids[b] for b in token])
+
+
+def read(path: str | os.PathLike, pattern: str | None = None, specials: dict[str, int] | None = None) -> BPEModel:
+    ranks = read_ranks(path)
+    known = encoding_name(path)
+    if known is not None:
+        default_pattern, default_specials = KNOWN_ENCODINGS[known]
+        pattern = default_pattern if pattern is None else pattern
+        specials = dict(default_specials) if specials is None else specials
+    elif pattern is None:
+        raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
+    vocab = {rank: token for token, rank in ranks.items()}
+    return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials or {}, pattern=pattern)
+
+
+def write(model: BPEModel, path: str | os.PathLike) -> None:
+    """Write ranks = ids.
+
+    Only a tokenizer whose merges are exactly those its id order implies can be
+    written (tiktoken derives merges from ranks); anything else is refused
+    rather than silently changed.  Special tokens and the pattern are not part
+    of the format: name them again when reading the file back.
+    """
+    if not model.is_byte_level:
+        raise BpefstError("tiktoken rank files hold byte-level tokenizers only; use --format hf")
+    ranks = {token: i for i, token in model.vocab.items()}
+    if any(bytes([b]) not in ranks for b in range(256)) or recover_merges(ranks) != list(model.merges):
+        raise BpefstError("this tokenizer's ids do not follow its merge order, so a tiktoken rank file cannot express it; use --format hf or bpefst")
+    lines = [base64.b64encode(token) + b" " + str(i).encode() for i, token in sorted(model.vocab.items())]
+    data = b"\n".join(lines) + b"\n"
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(path, data)

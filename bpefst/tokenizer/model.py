@@ -1,0 +1,202 @@
+"""The BPE tokenizer model: base alphabet, vocabulary, ordered merges, specials.
+
+A BPE model (Sennrich et al. 2016; byte-level as in GPT-2) is
+
+* a **level**: ``"byte"`` (tokens are byte strings, the base alphabet is the
+  256 single bytes) or ``"char"`` (tokens are character strings, the base
+  alphabet is the set of tokens no merge produces — for HF models with an
+  end-of-word suffix that includes symbols such as ``"s▁"``);
+* a **vocabulary** ``id -> token`` (``bytes`` for byte-level, ``str`` for
+  character-level);
+* an ordered list of **merges** ``(left id, right id)``; the position in the list
+  is the merge's rank (lower merges first), and the result is the token spelled
+  by the concatenation (minus the right side's continuing-subword prefix);
+* **special tokens** ``text -> id``, split off before BPE and never merged;
+* the **pre-tokenization pattern** (see :mod:`.pretokenize`);
+* format details that change how a chunk becomes base symbols: the
+  end-of-word suffix, the continuing-subword prefix, the unknown token and
+  ``fuse_unk``, and HF's ``ignore_merges``.
+
+The model is *proper* (Berglund et al., 001 Sec. 2): each merge combines two
+tokens that are already built (base symbols or results of earlier merges) and
+no merge is listed twice.  :meth:`BPEModel.validate` enforces this with a
+message naming the offending merge; every reader calls it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Union
+
+import msgpack
+
+from ..errors import BpefstError
+from .pretokenize import preset_name
+
+Token = Union[bytes, str]
+LEVELS = ("byte", "char")
+
+
+@dataclass(eq=True)
+class BPEModel:
+    level: str
+    vocab: dict[int, Token]
+    merges: list[tuple[int, int]]
+    specials: dict[str, int] = field(default_factory=dict)
+    pattern: str | None = None
+    end_of_word_suffix: str | None = None
+    continuing_subword_prefix: str | None = None
+    unk_token: str | None = None
+    fuse_unk: bool = False
+    ignore_merges: bool = False
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- structure -----------------------------------------------------------------
+
+    @cached_property
+    def token_to_id(self) -> dict[Token, int]:
+        return {token: i for i, token in self.vocab.items()}
+
+    @cached_property
+    def merge_results(self) -> list[int]:
+        """The id of the token each merge produces, in rank order."""
+        return [self._merge_result(rank, a, b) for rank, (a, b) in enumerate(self.merges)]
+
+    @cached_property
+    def merge_table(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """``(left, right) -> (rank, result)``, the lookup BPE encoding needs."""
+        return {pair: (rank, result) for rank, (pair, result) in enumerate(zip(self.merges, self.merge_results))}
+
+    @cached_property
+    def base_ids(self) -> frozenset[int]:
+        """Ids of the base alphabet: single bytes, or the tokens no merge produces."""
+        if self.level == "byte":
+            return frozenset(i for i, t in self.vocab.items() if len(t) == 1)
+        produced = set(self.merge_results)
+        return frozenset(i for i in self.vocab if i not in produced)
+
+    @property
+    def is_byte_level(self) -> bool:
+        return self.level == "byte"
+
+    @property
+    def pattern_name(self) -> str:
+        return preset_name(self.pattern)
+
+    @property
+    def max_id(self) -> int:
+        return max([*self.vocab, *self.specials.values()], default=-1)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for (UTF-8 for character-level tokens and specials)."""
+        token = self.vocab.get(token_id)
+        if token is None:
+            for text, sid in self.specials.items():
+                if sid == token_id:
+                    return text.encode("utf-8")
+            raise BpefstError(f"token id {token_id} is not in the vocabulary")
+        return token if isinstance(token, bytes) else token.encode("utf-8")
+
+    # -- checks ------------------------------------------------------------------
+
+    def _merge_result(self, rank: int, a: int, b: int) -> int:
+        left, right = self.vocab[a], self.vocab[b]
+        prefix = self.continuing_subword_prefix
+        if prefix and isinstance(right, str) and right.startswith(prefix):
+            right = right[len(prefix) :]
+        result = self.token_to_id.get(left + right)
+        if result is None:
+            raise BpefstError(f"merge {rank} ({_show(left)} {_show(right)}) produces {_show(left + right)}, which is not in the vocabulary")
+        return result
+
+    def validate(self) -> None:
+        """Raise BpefstError unless the model is well formed and proper."""
+        if self.level not in LEVELS:
+            raise BpefstError(f"unknown tokenizer level {self.level!r} (expected one of {', '.join(LEVELS)})")
+        expected = bytes if self.level == "byte" else str
+        for token_id, token in self.vocab.items():
+            if not isinstance(token_id, int) or token_id < 0:
+                raise BpefstError(f"token id {token_id!r} is not a non-negative integer")
+            if not isinstance(token, expected) or not token:
+                raise BpefstError(f"token {token_id} ({token!r}) is not a non-empty {expected.__name__} token")
+        if len(self.token_to_id) != len(self.vocab):
+            raise BpefstError("the vocabulary lists the same token under two ids")
+        for text, sid in self.specials.items():
+            if not text:
+                raise BpefstError("a special token is empty")
+            if not isinstance(sid, int) or sid < 0:
+                raise BpefstError(f"special token {text!r} has an invalid id {sid!r}")
+            if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
+                raise BpefstError(f"special token {text!r} has id {sid}, which already belongs to token {_show(self.vocab[sid])}")
+        self._check_proper()
+
+    def _check_proper(self) -> None:
+        seen: set[tuple[int, int]] = set()
+        produced = {}
+        for rank, (a, b) in enumerate(self.merges):
+            for side in (a, b):
+                if side not in self.vocab:
+                    raise BpefstError(f"merge {rank} names token id {side}, which is not in the vocabulary")
+            if (a, b) in seen:
+                raise BpefstError(f"merge {rank} ({_show(self.vocab[a])} {_show(self.vocab[b])}) is listed twice")
+            seen.add((a, b))
+            produced.setdefault(self._merge_result(rank, a, b), rank)
+        built = set(self.base_ids) if self.level == "byte" else {i for i in self.vocab if i not in produced}
+        for rank, (a, b) in enumerate(self.merges):
+            for side in (a, b):
+                if side not in built:
+                    raise BpefstError(
+                        f"improper merge list: merge {rank} ({_show(self.vocab[a])} {_show(self.vocab[b])}) uses "
+                        f"{_show(self.vocab[side])}, which no earlier merge builds"
+                    )
+            built.add(self.merge_results[rank])
+
+    # -- identity ------------------------------------------------------------------
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 over everything that decides how text is tokenized."""
+        canonical = [
+            self.level,
+            sorted(self.vocab.items()),
+            [list(m) for m in self.merges],
+            sorted(self.specials.items()),
+            self.pattern,
+            self.end_of_word_suffix,
+            self.continuing_subword_prefix,
+            self.unk_token,
+            self.fuse_unk,
+            self.ignore_merges,
+        ]
+        return hashlib.sha256(msgpack.packb(canonical, use_bin_type=True)).hexdigest()
+
+    def summary(self) -> dict[str, object]:
+        """What ``bpefst info`` shows."""
+        reachable = set(self.base_ids) | set(self.merge_results)
+        return {
+            "kind": f"{self.level}-level BPE",
+            "vocab_size": len(self.vocab) + len(set(self.specials.values()) - set(self.vocab)),
+            "tokens": len(self.vocab),
+            "base_symbols": len(self.base_ids),
+            "merges": len(self.merges),
+            "unreachable_tokens": len(set(self.vocab) - reachable),
+            "specials": dict(sorted(self.specials.items(), key=lambda kv: kv[1])),
+            "pattern": self.pattern_name,
+            "end_of_word_suffix": self.end_of_word_suffix,
+            "continuing_subword_prefix": self.continuing_subword_prefix,
+            "unk_token": self.unk_token,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def _show(token: Token) -> str:
+    if isinstance(token, bytes):
+        try:
+            return repr(token.decode("utf-8"))
+        except UnicodeDecodeError:
+            return repr(token)
+    return repr(token)

@@ -1,0 +1,119 @@
+"""Shared test helpers: where the reference data lives, and the independent oracles.
+
+Tests that need ``../shared/data`` (real tokenizers and corpora) use the
+``shared_data`` fixture, which skips with a stated reason when it is absent, so
+the rest of the suite still runs on a bare checkout.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import lzma
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+SKIP_REASON = f"needs the shared reference data at {SHARED_DATA} (absent on this machine)"
+
+# The patterns and special tokens as tiktoken publishes them (tiktoken_ext/openai_public.py),
+# written out here independently of bpefst's presets so a slip in either shows up.
+TIKTOKEN_SPECS = {
+    "cl100k_base": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+    ),
+    "o200k_base": (
+        "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+}
+WIKITEXT_SIZES = (4000, 8000, 16000, 32000)
+
+
+def require_shared() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(SKIP_REASON)
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return require_shared()
+
+
+@lru_cache(maxsize=None)
+def corpus_prefix(name: str, size: int = 2_000_000) -> str:
+    """The first ``size`` bytes of a shared .xz corpus, cut back to whole characters."""
+    raw = lzma.open(require_shared() / "corpora" / f"{name}.txt.xz").read(size)
+    return raw.decode("utf-8", errors="ignore")
+
+
+@lru_cache(maxsize=None)
+def tiktoken_oracle(name: str):
+    """tiktoken built offline from the shared rank file and the published pattern."""
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = {}
+    for line in gzip.open(require_shared() / "tiktoken" / f"{name}.tiktoken.gz").read().splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    pattern, specials = TIKTOKEN_SPECS[name]
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+
+
+@lru_cache(maxsize=None)
+def hf_gpt2_oracle():
+    """HF tokenizers loading GPT-2's vocab.json + merges.txt, with <|endoftext|> special."""
+    tokenizers = pytest.importorskip("tokenizers")
+    data = require_shared() / "gpt2"
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(data / "vocab.json"), str(data / "merges.txt")))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    tok.add_special_tokens(["<|endoftext|>"])
+    return tok
+
+
+@lru_cache(maxsize=None)
+def hf_wikitext_oracle(size: int):
+    tokenizers = pytest.importorskip("tokenizers")
+    return tokenizers.Tokenizer.from_file(str(require_shared() / "wikitext-bpe" / f"tokenizer_{size}.json"))
+
+
+@lru_cache(maxsize=None)
+def bpefst_encoder(kind: str):
+    """Our reference encoder for the same tokenizers, keyed like the oracles."""
+    from bpefst.tokenizer import ReferenceEncoder, load_tokenizer
+
+    data = require_shared()
+    if kind in TIKTOKEN_SPECS:
+        path = data / "tiktoken" / f"{kind}.tiktoken.gz"
+    elif kind == "gpt2":
+        path = data / "gpt2" / "vocab.json"
+    else:
+        path = data / "wikitext-bpe" / f"tokenizer_{kind.removeprefix('wikitext')}.json"
+    return ReferenceEncoder(load_tokenizer(path))
+
+
+def oracle_ids(kind: str, text: str) -> list[int]:
+    """Ids from the independent implementation (tiktoken or HF tokenizers)."""
+    if kind in TIKTOKEN_SPECS:
+        return tiktoken_oracle(kind).encode(text, allowed_special="all")
+    if kind == "gpt2":
+        return hf_gpt2_oracle().encode(text).ids
+    return hf_wikitext_oracle(int(kind.removeprefix("wikitext"))).encode(text).ids
+
+
+ALL_REAL_TOKENIZERS = ("cl100k_base", "o200k_base", "gpt2", *(f"wikitext{n}" for n in WIKITEXT_SIZES))

@@ -1,0 +1,138 @@
+"""Readers and writers: lossless round trips, HF loading what we write, and bad files."""
+
+from __future__ import annotations
+
+import json
+
+import msgpack
+import pytest
+
+from bpefst.artifact import write_artifact
+from bpefst.errors import ArtifactError, BpefstError
+from bpefst.tokenizer import PRESETS, ReferenceEncoder, format_losses, load_tokenizer, save_tokenizer
+from bpefst.tokenizer.formats import native
+from conftest import require_shared
+from small_models import random_byte_model, random_char_model
+
+SAMPLE = "Hello world! It's 2026, déjà vu 😀\n\n  spaces\tand <|end|> 12345 abcabc"
+
+
+@pytest.mark.parametrize("fmt", ["bpefst", "hf", "gpt2"])
+def test_small_byte_model_round_trips(tmp_path, fmt: str) -> None:
+    model = random_byte_model(11, pattern=PRESETS["gpt2"])
+    target = tmp_path / ("out" if fmt == "gpt2" else "tok")
+    save_tokenizer(model, target, fmt)
+    again = load_tokenizer(target)
+    assert again == model
+    assert again.fingerprint == model.fingerprint
+
+
+@pytest.mark.parametrize("fmt", ["bpefst", "hf"])
+def test_small_char_model_round_trips(tmp_path, fmt: str) -> None:
+    model = random_char_model(4)
+    save_tokenizer(model, tmp_path / "tok", fmt)
+    assert load_tokenizer(tmp_path / "tok") == model
+
+
+def test_hf_loads_what_we_write_and_agrees(tmp_path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    for model, text in ((random_byte_model(5, pattern=PRESETS["gpt2"]), SAMPLE), (random_char_model(6), "abc cab bbb a")):
+        path = tmp_path / f"{model.level}.json"
+        save_tokenizer(model, path, "hf")
+        hf = tokenizers.Tokenizer.from_file(str(path))
+        assert hf.encode(text).ids == ReferenceEncoder(model).encode(text, allowed_special="all")
+
+
+def test_real_tokenizers_round_trip(tmp_path) -> None:
+    data = require_shared()
+    cl100k = load_tokenizer(data / "tiktoken" / "cl100k_base.tiktoken.gz")
+    save_tokenizer(cl100k, tmp_path / "cl100k_base.tiktoken", "tiktoken")
+    assert load_tokenizer(tmp_path / "cl100k_base.tiktoken") == cl100k
+    assert format_losses(cl100k, "gpt2") and not format_losses(cl100k, "tiktoken")
+    for source in (data / "gpt2" / "vocab.json", data / "wikitext-bpe" / "tokenizer_8000.json", data / "tiktoken" / "cl100k_base.tiktoken.gz"):
+        model = load_tokenizer(source)
+        for fmt in ("bpefst", "hf", "gpt2"):
+            if format_losses(model, fmt) or (fmt == "gpt2" and not model.is_byte_level):
+                continue
+            target = tmp_path / f"{source.stem}-{fmt}"
+            save_tokenizer(model, target, fmt)
+            assert load_tokenizer(target) == model, (source, fmt)
+
+
+def test_native_artifact_is_packed(tmp_path) -> None:
+    model = random_byte_model(2)
+    save_tokenizer(model, tmp_path / "t", "bpefst")
+    document = msgpack.unpackb((tmp_path / "t").read_bytes())
+    assert document["kind"] == "tokenizer" and document["schema"] == native.SCHEMA
+    assert document["fingerprint"] == model.fingerprint
+    assert isinstance(document["body"]["merges"], bytes)
+
+
+# -- bad files ---------------------------------------------------------------------
+
+def _artifact(tmp_path):
+    path = tmp_path / "tok.bpefst"
+    save_tokenizer(random_byte_model(9), path, "bpefst")
+    return path
+
+
+def test_truncated_artifact(tmp_path) -> None:
+    path = _artifact(tmp_path)
+    raw = path.read_bytes()
+    for cut in (len(raw) // 2, len(raw) - 1, 40):
+        path.write_bytes(raw[:cut])
+        with pytest.raises(ArtifactError):
+            load_tokenizer(path)
+
+
+def test_corrupted_artifact(tmp_path) -> None:
+    path = _artifact(tmp_path)
+    document = msgpack.unpackb(path.read_bytes())
+    document["body"]["offsets"] = document["body"]["offsets"][:-4]
+    path.write_bytes(msgpack.packb(document))
+    with pytest.raises(ArtifactError, match="corrupted"):
+        load_tokenizer(path)
+    document = msgpack.unpackb(_artifact(tmp_path).read_bytes())
+    document["body"]["tokens"] = b"x" + document["body"]["tokens"][1:]
+    path.write_bytes(msgpack.packb(document))
+    with pytest.raises(BpefstError):
+        load_tokenizer(path)
+
+
+def test_wrong_kind_and_schema(tmp_path) -> None:
+    path = tmp_path / "a"
+    write_artifact(path, "canonical-dfa", 1, "", {})
+    with pytest.raises(ArtifactError, match="expected a tokenizer artifact, found a canonical-dfa"):
+        load_tokenizer(path)
+    write_artifact(path, "tokenizer", 99, "", {})
+    with pytest.raises(ArtifactError, match="schema version 99"):
+        load_tokenizer(path)
+
+
+def test_unsupported_hf_model_type(tmp_path) -> None:
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {"a": 0}}}))
+    with pytest.raises(BpefstError, match="unsupported model type 'WordPiece'"):
+        load_tokenizer(path)
+
+
+def _gpt2_files(tmp_path, merges: list[str]):
+    vocab = {c: i for i, c in enumerate("abc")} | {"ab": 3, "abc": 4}
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+    return tmp_path / "vocab.json"
+
+
+def test_merges_naming_missing_token(tmp_path) -> None:
+    with pytest.raises(BpefstError, match="'zz', which is not in"):
+        load_tokenizer(_gpt2_files(tmp_path, ["a b", "ab zz"]))
+
+
+def test_merges_using_token_not_yet_built(tmp_path) -> None:
+    with pytest.raises(BpefstError, match="improper merge list: merge 0"):
+        load_tokenizer(_gpt2_files(tmp_path, ["ab c", "a b"]))
+
+
+def test_duplicate_merges(tmp_path) -> None:
+    with pytest.raises(BpefstError, match="listed twice"):
+        load_tokenizer(_gpt2_files(tmp_path, ["a b", "a b"]))
