@@ -1,0 +1,144 @@
+"""The command line as a user meets it: results, exit codes, one-line errors, pipes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import msgpack
+import pytest
+
+from bpefst import __version__
+from bpefst.artifact import write_artifact
+from bpefst.tokenizer import PRESETS, ReferenceEncoder, save_tokenizer
+from conftest import require_shared
+from small_models import random_byte_model, random_char_model
+
+
+def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bpefst", *args], input=stdin, capture_output=True, timeout=120)
+
+
+def assert_user_error(result: subprocess.CompletedProcess, fragment: str) -> None:
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    assert stderr.count("\n") == 1 and stderr.startswith("bpefst: error: "), stderr
+    assert fragment in stderr, stderr
+
+
+@pytest.fixture()
+def byte_tok(tmp_path):
+    path = tmp_path / "byte.bpefst"
+    save_tokenizer(random_byte_model(21, pattern=PRESETS["gpt2"]), path)
+    return path
+
+
+@pytest.fixture()
+def char_tok(tmp_path):
+    path = tmp_path / "char.bpefst"
+    save_tokenizer(random_char_model(8), path)
+    return path
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.returncode == 0 and __version__ in result.stdout.decode()
+
+
+def test_info_json(byte_tok) -> None:
+    result = run("info", str(byte_tok), "--json")
+    summary = json.loads(result.stdout)
+    assert summary["kind"] == "byte-level BPE" and summary["merges"] == 12 and summary["specials"] == {"<|end|>": 268}
+
+
+def test_encode_decode_round_trip(byte_tok) -> None:
+    text = "abc cab  bca\nabc <|end|>".encode()
+    expected = ReferenceEncoder(random_byte_model(21, pattern=PRESETS["gpt2"])).encode_bytes(text, allowed_special="all")
+    encoded = run("encode", str(byte_tok), "--allowed-special", "all", stdin=text)
+    assert encoded.returncode == 0
+    assert [int(x) for x in encoded.stdout.split()] == expected
+    decoded = run("decode", str(byte_tok), stdin=encoded.stdout)
+    assert decoded.stdout == text
+
+
+def test_encode_jsonl(byte_tok) -> None:
+    result = run("encode", str(byte_tok), "--format", "jsonl", stdin=b"ab\nc\n")
+    encoder = ReferenceEncoder(random_byte_model(21, pattern=PRESETS["gpt2"]))
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [encoder.encode("ab"), encoder.encode("c")]
+    decoded = run("decode", str(byte_tok), "--format", "jsonl", stdin=result.stdout)
+    assert decoded.stdout == b"ab\nc\n"
+
+
+def test_gpt2_files_match_known_ids() -> None:
+    data = require_shared()
+    result = run("encode", str(data / "gpt2" / "vocab.json"), stdin=b"Hello world")
+    assert result.stdout.split() == [b"15496", b"995"]
+
+
+# -- bad input: one line, exit 2, no traceback ----------------------------------------
+
+def test_missing_file_and_directory(tmp_path) -> None:
+    assert_user_error(run("info", str(tmp_path / "nope.json")), "cannot read")
+    assert_user_error(run("info", str(tmp_path)), "directory")
+
+
+def test_truncated_and_corrupted_artifacts(byte_tok, tmp_path) -> None:
+    raw = byte_tok.read_bytes()
+    bad = tmp_path / "bad.bpefst"
+    bad.write_bytes(raw[: len(raw) // 2])
+    assert_user_error(run("info", str(bad)), "truncated or corrupted")
+    document = msgpack.unpackb(raw)
+    document["body"]["merges"] = document["body"]["merges"][:-3]
+    bad.write_bytes(msgpack.packb(document))
+    assert_user_error(run("encode", str(bad), stdin=b"abc"), "corrupted")
+
+
+def test_wrong_kind_and_schema(tmp_path) -> None:
+    path = tmp_path / "x.bpefst"
+    write_artifact(path, "transducer", 1, "", {})
+    assert_user_error(run("encode", str(path), stdin=b"a"), "expected a tokenizer artifact, found a transducer")
+    write_artifact(path, "tokenizer", 7, "", {})
+    assert_user_error(run("encode", str(path), stdin=b"a"), "schema version 7")
+
+
+def test_unsupported_model_type(tmp_path) -> None:
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({"model": {"type": "Unigram", "vocab": []}}))
+    assert_user_error(run("info", str(path)), "unsupported model type 'Unigram'")
+
+
+def test_improper_and_duplicate_merges(tmp_path) -> None:
+    (tmp_path / "vocab.json").write_text(json.dumps({"a": 0, "b": 1, "c": 2, "ab": 3, "abc": 4}))
+    (tmp_path / "merges.txt").write_text("ab c\na b\n")
+    assert_user_error(run("info", str(tmp_path / "vocab.json")), "improper merge list")
+    (tmp_path / "merges.txt").write_text("a b\na b\n")
+    assert_user_error(run("info", str(tmp_path / "vocab.json")), "listed twice")
+    (tmp_path / "merges.txt").write_text("a b\nab q\n")
+    assert_user_error(run("info", str(tmp_path / "vocab.json")), "'q', which is not in")
+
+
+def test_invalid_utf8_char_level_vs_byte_level(char_tok, byte_tok) -> None:
+    assert_user_error(run("encode", str(char_tok), stdin=b"ab\xffc"), "byte offset 2")
+    result = run("encode", str(byte_tok), stdin=b"ab\xffc")
+    assert result.returncode == 0
+    assert run("decode", str(byte_tok), stdin=result.stdout).stdout == b"ab\xffc"
+
+
+def test_disallowed_special_and_bad_ids(byte_tok) -> None:
+    assert_user_error(run("encode", str(byte_tok), "--allowed-special", "<|nope|>", stdin=b"a"), "not a special token")
+    assert_user_error(run("decode", str(byte_tok), stdin=b"1 2 x"), "not a non-negative integer")
+    assert_user_error(run("decode", str(byte_tok), stdin=b"1 99999"), "not in the vocabulary")
+
+
+def test_usage_error_exits_2() -> None:
+    result = run("encode")
+    assert result.returncode == 2 and "Traceback" not in result.stderr.decode()
+
+
+def test_closed_pipe_is_quiet(byte_tok) -> None:
+    pipeline = f"{sys.executable} -m bpefst encode {byte_tok} --format tokens | head -c 10"
+    result = subprocess.run(["bash", "-c", f"set -o pipefail; yes 'abc cab' | head -c 3000000 | {pipeline}"], capture_output=True, timeout=120)
+    assert len(result.stdout) == 10
+    assert result.stderr == b"", result.stderr
