@@ -61,6 +61,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     except OSError as exc:
         raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
+        os.fchmod(fd, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the file normal permissions
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
@@ -72,6 +73,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> None:

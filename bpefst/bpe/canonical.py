@@ -1,0 +1,237 @@
+"""The canonical token automaton A_BPE and its two encodings.
+
+A_BPE accepts exactly the token sequences BPE produces (seed 000 Sec. 6.4).  It
+is 1-local (seed 000 Sec. 6.5): the state after a token depends only on that
+token, so its states are ``q_0`` (the start) and ``q_u`` for each reachable
+token ``u``, all accepting, with ``q_u -v-> q_v`` unless ``v`` is in
+``BANNED(u)``.  Two states are equal in the minimal DFA exactly when their
+banned sets are equal (every single token is accepted from every state, so
+different allowed sets mean different languages); the start state is the
+state with the empty banned set.
+
+* **explicit** encoding: tokens grouped by banned set; one bitset per group
+  (computed by :mod:`.banned` from the merge structure).  Arc lookup is a bit
+  test; the group count is the minimal state count.
+* **implicit** encoding: the merge forest and pair ranks only; arcs are decided
+  on demand by the pair walk of :mod:`.compatibility` and memoized.  Fits any
+  vocabulary (cl100k, o200k) in a few MB.
+
+Both answer the same questions through one API: ``step``, ``allowed``,
+``allowed_next``, ``is_canonical``, ``first_violation``.  A state is the last
+token read, or :data:`START`.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from typing import Iterable, Sequence
+
+from ..automata import DFA
+from .banned import banned_masks
+from .compatibility import compatible_before
+from .merge_forest import MergeForest
+
+START = -1
+ENCODINGS = ("explicit", "implicit")
+AUTO_EXPLICIT_LIMIT = 65_536  # largest vocabulary `--encoding auto` stores explicitly
+_MEMO_LIMIT = 1 << 21
+
+
+class CanonicalAutomaton:
+    """A_BPE over the ordinary token ids of one tokenizer (specials excluded)."""
+
+    encoding = "abstract"
+
+    def __init__(self, forest: MergeForest):
+        self.forest = forest
+        self.reachable = forest.reachable
+        self.stats: dict[str, object] = {}
+
+    # -- the automaton ------------------------------------------------------------------
+
+    @property
+    def start(self) -> int:
+        return START
+
+    def allowed(self, u: int, v: int) -> bool:
+        """May ``v`` follow ``u`` (``u`` may be START)?"""
+        raise NotImplementedError
+
+    def step(self, state: int, token: int) -> int | None:
+        """The state after reading ``token`` from ``state``; None when rejected."""
+        if 0 <= token < self.forest.size and self.allowed(state, token):
+            return token
+        return None
+
+    def is_canonical(self, ids: Sequence[int]) -> bool:
+        return self.first_violation(ids) is None
+
+    def first_violation(self, ids: Sequence[int]) -> int | None:
+        """Index of the first token that cannot follow its predecessor (or cannot occur), else None."""
+        state = START
+        for i, token in enumerate(ids):
+            state = self.step(state, token)
+            if state is None:
+                return i
+        return None
+
+    def allowed_next(self, state: int) -> list[int]:
+        """Every token id that may follow ``state``."""
+        return [v for v in range(self.forest.size) if self.reachable[v] and self.allowed(state, v)]
+
+    def allowed_mask(self, state: int) -> int:
+        """``allowed_next`` as a bitset (bit ``v`` set iff ``v`` may follow)."""
+        mask = 0
+        for v in self.allowed_next(state):
+            mask |= 1 << v
+        return mask
+
+    # -- structure ------------------------------------------------------------------------
+
+    def token_classes(self) -> tuple[list[int], list[int]]:
+        """``(class of each token or -1, banned bitset of each class)``; the minimal states."""
+        classes: dict[int, int] = {}
+        token_class = [-1] * self.forest.size
+        for u, mask in banned_masks(self.forest):
+            token_class[u] = classes.setdefault(mask, len(classes))
+        return token_class, list(classes)
+
+    def size_stats(self) -> dict[str, int]:
+        """States, arcs and banned pairs of the minimal A_BPE (costly for large implicit automata)."""
+        return count_states(self.forest)
+
+    def to_dfa(self) -> DFA:
+        """The minimal DFA (states = banned-set classes) as an explicit automaton.
+
+        Meant for small vocabularies and tests: it has ``states x tokens`` arcs.
+        """
+        token_class, class_banned = self.token_classes()
+        reachable = self.forest.reachable_ids
+        start_class = class_banned.index(0) if 0 in class_banned else len(class_banned)
+        rows: list[dict[int, int]] = []
+        for banned in class_banned + ([0] if start_class == len(class_banned) else []):
+            rows.append({v: token_class[v] for v in reachable if not banned >> v & 1})
+        return DFA(rows, start_class, frozenset(range(len(rows))), check=False)
+
+
+class ImplicitCanonical(CanonicalAutomaton):
+    """Arcs decided on demand from the merge forest (memoized)."""
+
+    encoding = "implicit"
+
+    def __init__(self, forest: MergeForest):
+        super().__init__(forest)
+        self._memo: dict[int, bool] = {}
+
+    def allowed(self, u: int, v: int) -> bool:
+        reachable = self.reachable
+        if not reachable[v]:
+            return False
+        if u == START:
+            return True
+        key = u << 32 | v
+        answer = self._memo.get(key)
+        if answer is None:
+            answer = reachable[u] and compatible_before(self.forest, u, v)
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[key] = answer
+        return answer
+
+
+class ExplicitCanonical(CanonicalAutomaton):
+    """Tokens grouped by banned set; one bitset per group."""
+
+    encoding = "explicit"
+
+    def __init__(self, forest: MergeForest, token_class: list[int], class_banned: list[int]):
+        super().__init__(forest)
+        self.token_class = token_class
+        self.class_banned = class_banned
+
+    @classmethod
+    def build(cls, forest: MergeForest) -> "ExplicitCanonical":
+        token_class, class_banned = CanonicalAutomaton(forest).token_classes()
+        return cls(forest, token_class, class_banned)
+
+    def allowed(self, u: int, v: int) -> bool:
+        if not self.reachable[v]:
+            return False
+        if u == START:
+            return True
+        group = self.token_class[u]
+        return group >= 0 and not self.class_banned[group] >> v & 1
+
+    def allowed_next(self, state: int) -> list[int]:
+        if state != START and self.token_class[state] < 0:
+            return []
+        banned = 0 if state == START else self.class_banned[self.token_class[state]]
+        return [v for v in self.forest.reachable_ids if not banned >> v & 1]
+
+    def token_classes(self) -> tuple[list[int], list[int]]:
+        return self.token_class, self.class_banned
+
+    def size_stats(self) -> dict[str, int]:
+        counts = [mask.bit_count() for mask in self.class_banned]
+        return _summarize(len(self.forest.reachable_ids), ((c, counts[c]) for c in self.token_class if c >= 0))
+
+    def packed_banned(self) -> bytes:
+        """All class bitsets, fixed width, concatenated and zlib-compressed."""
+        width = (self.forest.size + 7) // 8
+        return zlib.compress(b"".join(mask.to_bytes(width, "little") for mask in self.class_banned), 6)
+
+    @staticmethod
+    def unpack_banned(data: bytes, count: int, size: int) -> list[int]:
+        width = (size + 7) // 8
+        raw = zlib.decompress(data)
+        if len(raw) != width * count:
+            raise ValueError("banned table has the wrong size")
+        return [int.from_bytes(raw[k * width : (k + 1) * width], "little") for k in range(count)]
+
+
+def build_canonical(forest: MergeForest, encoding: str = "auto") -> CanonicalAutomaton:
+    """A_BPE in the requested encoding (``auto``: explicit up to 65,536 tokens)."""
+    if encoding == "auto":
+        encoding = "explicit" if forest.size <= AUTO_EXPLICIT_LIMIT else "implicit"
+    started = time.perf_counter()
+    automaton = ExplicitCanonical.build(forest) if encoding == "explicit" else ImplicitCanonical(forest)
+    automaton.stats["build_seconds"] = time.perf_counter() - started
+    return automaton
+
+
+def count_states(forest: MergeForest, window: int = 32_768) -> dict[str, int]:
+    """Minimal state count and arc counts of A_BPE without holding every banned set.
+
+    Banned sets are computed over windows of follower ids; each token folds its
+    pieces into a hash signature, so memory stays at one window's bitsets.
+    """
+    signature = [0] * forest.size
+    banned_count = [0] * forest.size
+    for lo in range(0, max(forest.size, 1), window):
+        width = (window + 7) // 8
+        for u, mask in banned_masks(forest, lo, lo + window):
+            if mask:
+                # hash() of an int is taken modulo 2**61 - 1, so bits 61 apart collide;
+                # the SipHash of the bytes does not have that structure.
+                signature[u] = hash((signature[u], lo, mask.to_bytes(width, "little")))
+                banned_count[u] += mask.bit_count()
+    return _summarize(len(forest.reachable_ids), [(signature[u], banned_count[u]) for u in forest.reachable_ids])
+
+
+def _summarize(reachable: int, token_signatures: Iterable[tuple[object, int]]) -> dict[str, int]:
+    """States and arcs of the minimal A_BPE from (banned-set signature, banned count) per token."""
+    classes: dict[object, int] = {}
+    banned_pairs = 0
+    for signature, count in token_signatures:
+        classes.setdefault(signature, count)
+        banned_pairs += count
+    has_empty = 0 in classes.values()
+    stored = sum(classes.values())
+    return {
+        "tokens": reachable,
+        "states": len(classes) + (0 if has_empty else 1),
+        "arcs": sum(reachable - c for c in classes.values()) + (0 if has_empty else reachable),
+        "banned_pairs": banned_pairs,
+        "banned_per_state": stored,
+    }

@@ -1,0 +1,82 @@
+"""The merge tree of every token, as BPE builds it.
+
+When BPE encodes the spelling of a token ``t`` on its own, the last merge it
+applies combines two tokens ``left(t)`` and ``right(t)`` at some rank
+``rank(t)``; recursively this is ``t``'s merge tree.  Base symbols have rank
+-1.  A token whose spelling does not encode to itself is *unreachable*: no
+canonical sequence contains it.
+
+The trees come from the merge list alone, in one pass in rank order: merge
+``m = (l, r) -> t`` builds ``t`` exactly when ``l`` and ``r`` are reachable and
+no merge across the ``l | r`` boundary fires before rank ``m``, which is the
+pair walk of :mod:`.compatibility` with its time limit set to ``m``.  When
+several merges produce the same token, the first one that passes is the one BPE
+uses (the string's evolution is deterministic, and a later producer can only
+act if the earlier one never saw its two halves side by side).
+
+The right spine of ``t`` (``t, right(t), right(right(t)), ...``) and its left
+spine are what decide whether two tokens may stand next to each other
+(Berglund & van der Merwe 2023, restated in seed 000 Sec. 6.5 and seed 001
+Sec. 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..tokenizer import BPEModel
+
+BASE_RANK = -1
+NO_TOKEN = -1
+
+
+@dataclass
+class MergeForest:
+    """Per-token merge trees plus the pair -> rank table (ids index the lists)."""
+
+    size: int  # one past the largest ordinary token id
+    rank: list[int]  # rank of the merge that builds each token; BASE_RANK for base symbols
+    left: list[int]  # left child, NO_TOKEN for base symbols and unused ids
+    right: list[int]
+    reachable: list[bool]
+    pair_rank: dict[tuple[int, int], int]  # every merge of the model, (left, right) -> rank
+
+    @classmethod
+    def from_model(cls, model: BPEModel) -> "MergeForest":
+        from .compatibility import compatible_before
+
+        size = max(model.vocab, default=-1) + 1
+        forest = cls(
+            size=size,
+            rank=[BASE_RANK] * size,
+            left=[NO_TOKEN] * size,
+            right=[NO_TOKEN] * size,
+            reachable=[False] * size,
+            pair_rank={pair: rank for rank, pair in enumerate(model.merges)},
+        )
+        for token in model.base_ids:
+            forest.reachable[token] = True
+        built = forest.reachable
+        for m, ((a, b), t) in enumerate(zip(model.merges, model.merge_results)):
+            if built[t] or not (built[a] and built[b]):
+                continue
+            if compatible_before(forest, a, b, m):
+                forest.rank[t], forest.left[t], forest.right[t] = m, a, b
+                built[t] = True
+        return forest
+
+    @property
+    def reachable_ids(self) -> list[int]:
+        return [t for t, ok in enumerate(self.reachable) if ok]
+
+    def right_spine(self, token: int) -> list[int]:
+        spine = [token]
+        while self.right[spine[-1]] != NO_TOKEN:
+            spine.append(self.right[spine[-1]])
+        return spine
+
+    def left_spine(self, token: int) -> list[int]:
+        spine = [token]
+        while self.left[spine[-1]] != NO_TOKEN:
+            spine.append(self.left[spine[-1]])
+        return spine

@@ -1,0 +1,173 @@
+"""A_BPE against brute force: every string up to length 8, tokenized by the reference encoder."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpefst.automata import DFA, equivalent
+from bpefst.bpe import MergeForest, apply_merges, build_canonical, is_canonical_pair
+from bpefst.tokenizer import BPEModel, ReferenceEncoder, load_tokenizer
+from conftest import require_shared
+from small_models import random_char_model
+
+
+def brute_force_language(model: BPEModel, max_len: int) -> set[tuple[int, ...]]:
+    """{BPE(s) : s a string of base symbols, |s| <= max_len} by the reference encoder."""
+    encoder = ReferenceEncoder(model)
+    base = sorted(model.base_ids)
+    language = set()
+    for n in range(max_len + 1):
+        for symbols in itertools.product(base, repeat=n):
+            language.add(tuple(encoder.bpe(list(symbols))))
+    return language
+
+
+def spelled_length(model: BPEModel) -> dict[int, int]:
+    """Number of base symbols each token spells (for bounding enumeration by text length)."""
+    length = {t: 1 for t in model.base_ids}
+    for (a, b), result in zip(model.merges, model.merge_results):
+        length.setdefault(result, length[a] + length[b])
+    return length
+
+
+def accepted_up_to(step, start, tokens: list[int], length: dict[int, int], max_len: int) -> set[tuple[int, ...]]:
+    """Token sequences accepted by an automaton (given by ``step``) spelling at most max_len symbols."""
+    found = set()
+
+    def walk(state, seq, budget):
+        found.add(tuple(seq))
+        for t in tokens:
+            if length[t] <= budget:
+                nxt = step(state, t)
+                if nxt is not None:
+                    walk(nxt, seq + [t], budget - length[t])
+
+    walk(start, [], max_len)
+    return found
+
+
+def universal_base_dfa(model: BPEModel) -> DFA:
+    return DFA([{b: 0 for b in model.base_ids}], 0, {0})
+
+
+def algorithm2_dfa(model: BPEModel) -> DFA:
+    return apply_merges(universal_base_dfa(model), [(a, b, r) for (a, b), r in zip(model.merges, model.merge_results)])
+
+
+def dfa_step(dfa: DFA):
+    return lambda state, token: dfa.transitions[state].get(token)
+
+
+MODELS = st.builds(
+    random_char_model,
+    seed=st.integers(0, 10**9),
+    alphabet=st.sampled_from(["ab", "abc"]),
+    num_merges=st.integers(1, 12),
+    suffix=st.just(None),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=MODELS)
+def test_language_equals_brute_force_for_both_encodings_and_algorithm2(model: BPEModel) -> None:
+    max_len = 8 if len(model.base_ids) == 2 else 6
+    expected = brute_force_language(model, max_len)
+    forest = MergeForest.from_model(model)
+    length = spelled_length(model)
+    tokens = sorted(model.vocab)
+    for encoding in ("explicit", "implicit"):
+        automaton = build_canonical(forest, encoding)
+        assert accepted_up_to(automaton.step, automaton.start, tokens, length, max_len) == expected, encoding
+    by_merges = algorithm2_dfa(model)
+    assert accepted_up_to(dfa_step(by_merges), by_merges.start, tokens, length, max_len) == expected
+    assert equivalent(build_canonical(forest, "explicit").to_dfa(), by_merges)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**9))
+def test_end_of_word_suffix_models(seed: int) -> None:
+    model = random_char_model(seed, alphabet="ab", num_merges=10, suffix="▁")
+    expected = brute_force_language(model, 5)
+    forest = MergeForest.from_model(model)
+    automaton = build_canonical(forest, "explicit")
+    assert accepted_up_to(automaton.step, automaton.start, sorted(model.vocab), spelled_length(model), 5) == expected
+    assert equivalent(automaton.to_dfa(), algorithm2_dfa(model))
+
+
+def test_minimal_states_equal_minimized_algorithm2() -> None:
+    for seed in range(30):
+        model = random_char_model(seed, alphabet="abc", num_merges=15, suffix=None)
+        explicit = build_canonical(MergeForest.from_model(model), "explicit")
+        assert explicit.size_stats()["states"] == algorithm2_dfa(model).num_states
+
+
+def _expand(model: BPEModel):
+    first = {}
+    for pair, result in zip(model.merges, model.merge_results):
+        first.setdefault(result, pair)
+    cache: dict[int, list[int]] = {}
+
+    def expand(t: int) -> list[int]:
+        if t not in cache:
+            cache[t] = expand(first[t][0]) + expand(first[t][1]) if t in first else [t]
+        return cache[t]
+
+    return expand
+
+
+def _check_pairs(model: BPEModel, pairs) -> int:
+    forest = MergeForest.from_model(model)
+    encoder = ReferenceEncoder(model)
+    expand = _expand(model)
+    noncanonical = 0
+    for u, v in pairs:
+        want = encoder.bpe(expand(u) + expand(v)) == [u, v]
+        assert is_canonical_pair(forest, u, v) == want, (u, v)
+        noncanonical += not want
+    return noncanonical
+
+
+def _interesting_pairs(model: BPEModel, forest: MergeForest, count: int, rng: random.Random):
+    """Random pairs, half of them chosen so that some merge could cross their boundary."""
+    ids = forest.reachable_ids
+    by_right_spine, by_left_spine = {}, {}
+    for t in ids:
+        for x in forest.right_spine(t):
+            by_right_spine.setdefault(x, []).append(t)
+        for y in forest.left_spine(t):
+            by_left_spine.setdefault(y, []).append(t)
+    merges = [m for m in model.merges if m[0] in by_right_spine and m[1] in by_left_spine]
+    for k in range(count):
+        if k % 2:
+            yield rng.choice(ids), rng.choice(ids)
+        else:
+            x, y = rng.choice(merges)
+            yield rng.choice(by_right_spine[x]), rng.choice(by_left_spine[y])
+
+
+def test_pair_check_on_every_pair_of_small_vocabularies() -> None:
+    for seed in range(20):
+        model = random_char_model(seed, alphabet="abcd", num_merges=40, suffix=None)
+        _check_pairs(model, itertools.product(sorted(model.vocab), repeat=2))
+
+
+@pytest.mark.parametrize("source", ["tiktoken/cl100k_base.tiktoken.gz", "gpt2/vocab.json", "wikitext-bpe/tokenizer_32000.json"])
+def test_pair_check_on_random_pairs_of_real_tokenizers(source: str) -> None:
+    model = load_tokenizer(require_shared() / source)
+    forest = MergeForest.from_model(model)
+    pairs = list(_interesting_pairs(model, forest, 100_000, random.Random(7)))
+    noncanonical = _check_pairs(model, pairs)
+    assert noncanonical > 5_000  # the sample does reach the interesting cases
+
+
+def test_wikitext_minimal_states_match_table_2_of_seed_000() -> None:
+    data = require_shared()
+    expected_states = {4000: 827, 8000: 1970, 16000: 3811}  # paper: 827, 2.0k, 3.8k
+    for size, states in expected_states.items():
+        forest = MergeForest.from_model(load_tokenizer(data / "wikitext-bpe" / f"tokenizer_{size}.json"))
+        assert build_canonical(forest, "explicit").size_stats()["states"] == states
