@@ -18,10 +18,11 @@ worklist (the "smaller half" shortcut is not valid for the initial split when
 the dead block is left out).  Preimages are read from the reversed arcs of the
 splitter's states, grouped by symbol, so symbols without arcs cost nothing.
 
-The partition is Valmari's refinable-partition structure: one array holding
-the states block by block (``elems``), each state's position in it (``loc``)
-and block (``block``), and per block its ``first``/``end`` bounds plus a
-``mid`` pointer separating marked states (moved to the front) from unmarked.
+The partition is a list of Python sets (``blocks``) plus each state's block
+number (``block``).  For one splitter and symbol, the preimage states are
+bucketed by block; a block is split by moving its smaller side (the marked
+states, or the rest) into a new set, so every step costs O(preimage) set
+operations in C and relabelling touches only the smaller side.
 
 The quotient is then numbered canonically (:func:`canonical`): breadth-first
 from the start, symbols in increasing order.  Hence two minimal DFAs for the
@@ -85,69 +86,53 @@ def _coarsest_stable_partition(transitions: list[dict[int, int]], finals: frozen
         for symbol, r in row.items():
             inverse[r].append((symbol, q))
 
-    elems = [q for q in range(n) if q in finals]
-    num_finals = len(elems)
-    elems.extend(q for q in range(n) if q not in finals)
-    loc = [0] * n
-    for i, q in enumerate(elems):
-        loc[q] = i
+    final_block = set(finals)
+    blocks = [final_block]
     block = [0] * n
-    first, end = [0], [num_finals]
-    if num_finals < n:
-        first.append(num_finals)
-        end.append(n)
-        for i in range(num_finals, n):
-            block[elems[i]] = 1
-    mid = list(first)
-    waiting = list(range(len(first)))  # Valmari-Lehtinen: every initial block is a splitter
+    others = set(range(n)) - final_block
+    if others:
+        blocks.append(others)
+        for q in others:
+            block[q] = 1
+    waiting = list(range(len(blocks)))  # Valmari-Lehtinen: every initial block is a splitter
 
     while waiting:
         splitter = waiting.pop()
-        # Preimage of the splitter, grouped by symbol (its elements are read now;
-        # splitting it below is harmless: any union of blocks is a sound splitter).
+        # Preimage of the splitter, grouped by symbol.  Its members are read now;
+        # if it is split below that is harmless: any union of blocks is a sound splitter.
         preimages: dict[int, list[int]] = {}
-        for i in range(first[splitter], end[splitter]):
-            for symbol, q in inverse[elems[i]]:
+        for t in blocks[splitter]:
+            for symbol, q in inverse[t]:
                 sources = preimages.get(symbol)
                 if sources is None:
                     preimages[symbol] = [q]
                 else:
                     sources.append(q)
         for sources in preimages.values():
-            touched = []
+            marks: dict[int, list[int]] = {}  # block -> its states in the preimage
             for q in sources:  # deterministic: q occurs once per symbol
                 b = block[q]
-                m = mid[b]
-                if m == first[b]:
-                    touched.append(b)
-                i = loc[q]
-                other = elems[m]
-                elems[m] = q
-                loc[q] = m
-                elems[i] = other
-                loc[other] = i
-                mid[b] = m + 1
-            for b in touched:
-                f, m, e = first[b], mid[b], end[b]
-                if m == e:  # wholly inside the preimage: no split
-                    mid[b] = f
-                    continue
-                new = len(first)
-                if m - f <= e - m:  # the marked part is smaller: it becomes the new block
-                    first.append(f)
-                    end.append(m)
-                    mid.append(f)
-                    first[b] = mid[b] = m
-                    lo, hi = f, m
+                marked = marks.get(b)
+                if marked is None:
+                    marks[b] = [q]
                 else:
-                    first.append(m)
-                    end.append(e)
-                    mid.append(m)
-                    end[b] = m
-                    mid[b] = f
-                    lo, hi = m, e
-                for i in range(lo, hi):
-                    block[elems[i]] = new
+                    marked.append(q)
+            for b, marked in marks.items():
+                members = blocks[b]
+                if len(marked) == len(members):  # wholly inside the preimage: no split
+                    continue
+                # The smaller side leaves b and becomes the new block; set operations
+                # cost O(len(marked)) either way, since the larger side is < 2 * marked.
+                if 2 * len(marked) <= len(members):
+                    part = set(marked)
+                    members -= part
+                else:
+                    part = members.difference(marked)
+                    members.intersection_update(marked)
+                new = len(blocks)
+                blocks.append(part)
+                for q in part:
+                    block[q] = new
                 # If b is waiting, both halves must be (b stays, new joins); if not,
                 # the smaller half suffices -- and the new block is the smaller half.
                 waiting.append(new)

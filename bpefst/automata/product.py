@@ -34,24 +34,25 @@ def intersect(a: DFA, b: DFA, max_states: int | None = None) -> DFA:
     for p, q in pairs:  # grows while we iterate
         row_p, row_q = ta[p], tb[q]
         row: dict[int, int] = {}
-        if len(row_p) <= len(row_q):
-            small, large, small_is_a = row_p, row_q, True
+        if len(row_p) <= len(row_q):  # walk the smaller row, look up in the larger
+            for symbol, r in row_p.items():
+                s = row_q.get(symbol)
+                if s is not None:
+                    fresh = len(pairs)
+                    target = row[symbol] = index.setdefault(r * width + s + 1, fresh)
+                    if target == fresh:
+                        pairs.append((r, s))
         else:
-            small, large, small_is_a = row_q, row_p, False
-        for symbol, r in small.items():
-            s = large.get(symbol)
-            if s is None:
-                continue
-            if not small_is_a:
-                r, s = s, r
-            key = r * width + s + 1
-            target = index.get(key)
-            if target is None:
-                target = index[key] = len(pairs)
-                pairs.append((r, s))
-                check_limit(len(pairs), max_states, "intersection")
-            row[symbol] = target
+            for symbol, s in row_q.items():
+                r = row_p.get(symbol)
+                if r is not None:
+                    fresh = len(pairs)
+                    target = row[symbol] = index.setdefault(r * width + s + 1, fresh)
+                    if target == fresh:
+                        pairs.append((r, s))
         transitions.append(row)
+        if max_states is not None and len(pairs) > max_states:
+            check_limit(len(pairs), max_states, "intersection")
     fa, fb = a.finals, b.finals
     finals = frozenset(i for i, (p, q) in enumerate(pairs) if p in fa and q in fb)
     return trim(DFA(transitions, 0, finals, check=False))

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgpack
 
-from ..artifact import check_header, parse_artifact, read_header_and_body, write_artifact, pack_ints, unpack_ints, FORMAT_NAME
+from ..artifact import FORMAT_NAME, check_header, pack_ints, parse_artifact, read_header_and_body, unpack_ints, write_artifact
 from ..errors import ArtifactError
 from .dfa import DFA
 

@@ -13,36 +13,62 @@ from .dfa import DFA
 
 
 def accessible(dfa: DFA) -> bytearray:
-    """``flags[q] == 1`` iff ``q`` is reachable from the start state."""
+    """``flags[q] == 1`` iff ``q`` is reachable from the start state (breadth-first, by frontiers)."""
     transitions = dfa.transitions
-    seen = bytearray(len(transitions))
-    seen[dfa.start] = 1
-    stack = [dfa.start]
-    while stack:
-        for r in transitions[stack.pop()].values():
-            if not seen[r]:
-                seen[r] = 1
-                stack.append(r)
-    return seen
+    seen = {dfa.start}
+    frontier = [dfa.start]
+    while frontier:
+        reached: set[int] = set()
+        for q in frontier:
+            reached.update(transitions[q].values())
+        reached -= seen
+        seen |= reached
+        frontier = list(reached)
+    flags = bytearray(len(transitions))
+    for q in seen:
+        flags[q] = 1
+    return flags
 
 
-def coaccessible(dfa: DFA) -> bytearray:
-    """``flags[q] == 1`` iff some final state is reachable from ``q``."""
+def coaccessible(dfa: DFA, sweeps: int = 2) -> bytearray:
+    """``flags[q] == 1`` iff some final state is reachable from ``q``.
+
+    A few cheap sweeps over the states in reverse order first mark every state
+    with an arc into an already-marked one (a C-level ``isdisjoint`` per
+    state; in practice this settles almost everything); only the states still
+    unmarked then get reversed arcs for an exact backward search, so the cost
+    stays linear even when the sweeps settle nothing.
+    """
     transitions = dfa.transitions
-    preds: list[list[int]] = [[] for _ in transitions]
-    for q, row in enumerate(transitions):
-        for r in row.values():
-            preds[r].append(q)
-    seen = bytearray(len(transitions))
-    stack = list(dfa.finals)
-    for q in stack:
-        seen[q] = 1
-    while stack:
-        for p in preds[stack.pop()]:
-            if not seen[p]:
-                seen[p] = 1
-                stack.append(p)
-    return seen
+    n = len(transitions)
+    live = set(dfa.finals)
+    for _ in range(sweeps):
+        before = len(live)
+        for q in range(n - 1, -1, -1):
+            if q not in live and not live.isdisjoint(transitions[q].values()):
+                live.add(q)
+        if len(live) == before:
+            break
+    else:
+        preds: dict[int, list[int]] = {}
+        for q in range(n):
+            if q not in live:
+                for r in transitions[q].values():
+                    sources = preds.get(r)
+                    if sources is None:
+                        preds[r] = [q]
+                    else:
+                        sources.append(q)
+        stack = [r for r in preds if r in live]
+        while stack:
+            for p in preds.get(stack.pop(), ()):
+                if p not in live:
+                    live.add(p)
+                    stack.append(p)
+    flags = bytearray(n)
+    for q in live:
+        flags[q] = 1
+    return flags
 
 
 def is_trim(dfa: DFA) -> bool:
