@@ -11,7 +11,9 @@ import sys
 import click
 
 from .. import __version__
+from .automaton_commands import compile_command, validate
 from .tokenizer_commands import convert, decode, encode, info
+from .train_command import train
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,7 +27,7 @@ def cli() -> None:
     """
 
 
-for _command in (info, encode, decode, convert):
+for _command in (train, compile_command, validate, info, encode, decode, convert):
     cli.add_command(_command)
 
 

@@ -1,0 +1,184 @@
+"""``bpefst compile`` and ``bpefst validate``: the canonical automaton from the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import click
+
+from ..artifact import read_header_and_body
+from ..automata import to_dot
+from ..bpe import START, CanonicalAutomaton, MergeForest, build_canonical
+from ..bpe.canonical_io import KIND as DFA_KIND
+from ..bpe.canonical_io import load_canonical, save_canonical
+from ..errors import BpefstError
+from ..pipeline.validate import Validator, parse_id_blocks, parse_words
+from ..tokenizer import BPEModel
+from .common import iter_input_lines, load_model, tokenizer_options, user_errors
+
+DOT_TOKEN_LIMIT = 300
+
+
+def load_model_and_automaton(path: str, pattern: str | None = None, specials: tuple[str, ...] = (), encoding: str = "auto",
+                             tokenizer: str | None = None) -> tuple[BPEModel, CanonicalAutomaton]:
+    """A compiled canonical-dfa artifact, or a tokenizer compiled on the fly."""
+    if _artifact_kind(path) == DFA_KIND:
+        expected = load_model(tokenizer, pattern, specials).fingerprint if tokenizer else None
+        return load_canonical(path, expected)
+    model = load_model(path, pattern, specials)
+    return model, build_canonical(MergeForest.from_model(model), "implicit" if encoding == "auto" else encoding)
+
+
+def _artifact_kind(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return None
+    if head[:1] and 0x80 <= head[0] <= 0x8F and b"bpefst" in head:
+        return read_header_and_body(path)["kind"]
+    return None
+
+
+@click.command("compile")
+@click.argument("tokenizer", type=click.Path())
+@tokenizer_options
+@click.option("--kind", type=click.Choice(["dfa", "transducer"]), default="dfa", show_default=True,
+              help="dfa: the canonical token automaton A_BPE; transducer: the tokenizing transducer.")
+@click.option("--encoding", type=click.Choice(["auto", "explicit", "implicit"]), default="auto", show_default=True,
+              help="explicit: banned-set bitsets per state (fast lookups); implicit: merge trees, arcs on demand (any size); auto: explicit up to 65,536 tokens.")
+@click.option("--output", "-o", type=click.Path(), help="Artifact to write.")
+@click.option("--stats", is_flag=True, help="Print states, arcs, sizes and build time (on stderr).")
+@click.option("--dot", "dot_path", type=click.Path(), help="Write a Graphviz picture of the automaton (or of --dot-tokens' neighbourhood).")
+@click.option("--dot-tokens", metavar="ID,ID,...", help="Draw only these tokens (for large vocabularies).")
+@user_errors
+def compile_command(tokenizer: str, pattern, specials, kind: str, encoding: str, output: str | None, stats: bool, dot_path: str | None, dot_tokens: str | None) -> None:
+    """Compile a tokenizer into its canonical automaton (A_BPE).
+
+    \b
+    Example:
+      bpefst compile ../shared/data/wikitext-bpe/tokenizer_4000.json --kind dfa --stats -o wt4k.dfa
+      bpefst compile ../shared/data/tiktoken/cl100k_base.tiktoken.gz -o cl100k.dfa
+    """
+    if kind == "transducer":
+        from .transducer_hook import compile_transducer
+
+        compile_transducer(tokenizer, pattern, specials, output, stats)
+        return
+    if not (output or stats or dot_path):
+        raise BpefstError("nothing to do: give --output, --stats or --dot")
+    model = load_model(tokenizer, pattern, specials)
+    started = time.perf_counter()
+    forest = MergeForest.from_model(model)
+    automaton = build_canonical(forest, encoding)
+    automaton.stats["build_seconds"] = round(time.perf_counter() - started, 3)
+    report = {"encoding": automaton.encoding, "tokens": len(model.vocab), "merges": len(model.merges)}
+    if stats:
+        counted = time.perf_counter()
+        report.update(automaton.size_stats())
+        report["stored_arcs"] = report["banned_per_state"] if automaton.encoding == "explicit" else 0
+        report["count_seconds"] = round(time.perf_counter() - counted, 3)
+    report["build_seconds"] = automaton.stats["build_seconds"]
+    if output:
+        save_canonical(automaton, model, output)
+        report["artifact_bytes"] = os.path.getsize(output)
+    if dot_path:
+        _write_dot(automaton, model, dot_path, dot_tokens)
+    if stats:
+        for key, value in report.items():
+            click.echo(f"{key + ':':<20}{value:,}" if isinstance(value, int) else f"{key + ':':<20}{value}", err=True)
+
+
+def _write_dot(automaton: CanonicalAutomaton, model: BPEModel, path: str, dot_tokens: str | None) -> None:
+    from ..artifact import atomic_write_bytes
+    from ..automata import DFA
+
+    def label(token: int) -> str:
+        return model.token_bytes(token).decode("utf-8", "replace")
+
+    if dot_tokens:
+        try:
+            chosen = [int(t) for t in dot_tokens.split(",") if t.strip()]
+        except ValueError:
+            raise BpefstError("--dot-tokens expects comma-separated token ids") from None
+        for t in chosen:
+            if not (0 <= t < automaton.forest.size and automaton.reachable[t]):
+                raise BpefstError(f"--dot-tokens: {t} is not a reachable token id")
+        # Neighbourhood: the start state and the states q_t of the chosen tokens, with the arcs among them.
+        states = {START: 0, **{t: k + 1 for k, t in enumerate(chosen)}}
+        rows = [{t: states[t] for t in chosen if automaton.allowed(u, t)} for u in states]
+        dfa = DFA(rows, 0, frozenset(range(len(rows))), check=False)
+    else:
+        if automaton.forest.size > DOT_TOKEN_LIMIT:
+            raise BpefstError(f"the automaton has {automaton.forest.size:,} tokens; draw a neighbourhood with --dot-tokens ID,ID,...")
+        dfa = automaton.to_dfa()
+    atomic_write_bytes(path, to_dot(dfa, label=label, max_states=10_000).encode("utf-8"))
+
+
+@click.command()
+@click.argument("compiled", type=click.Path())
+@click.argument("input", default="-", type=click.Path(allow_dash=True))
+@tokenizer_options
+@click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
+@click.option("--format", "fmt", type=click.Choice(["ids", "jsonl"]), default="ids", show_default=True,
+              help="ids: one stream of whitespace-separated ids; jsonl: one JSON array per line, each checked on its own.")
+@click.option("--no-pretokenize", is_flag=True, help="Check BPE canonicity only (ignore the pre-tokenization pattern).")
+@user_errors
+def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str | None, fmt: str, no_pretokenize: bool) -> None:
+    """Check that token ids are exactly what the tokenizer produces (exit 0 yes, 1 no).
+
+    Equivalent to decoding the ids, re-encoding the text with all special
+    tokens allowed and comparing, in one streaming pass.  COMPILED is a
+    `bpefst compile` artifact or any tokenizer.
+
+    \b
+    Example:
+      echo '9906 1917' | bpefst validate cl100k.dfa
+    """
+    model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
+    validator = Validator(model, automaton, pretokenize=not no_pretokenize)
+    if fmt == "jsonl":
+        checked = 0
+        for line_no, line in enumerate(iter_input_lines(input), start=1):
+            if not line.strip():
+                continue
+            violation = validator.check(_json_ids(line, line_no))
+            checked += 1
+            if violation:
+                click.echo(f"line {line_no}: {violation.describe(model)}")
+                sys.exit(1)
+        click.echo(f"canonical: {checked} sequences")
+        return
+    violation = validator.check_stream(parse_id_blocks(_read_blocks(input)))
+    if violation:
+        click.echo(violation.describe(model))
+        sys.exit(1)
+    click.echo(f"canonical: {validator.tokens_seen} tokens")
+
+
+def _read_blocks(path: str, size: int = 1 << 16):
+    if path == "-":
+        stream = sys.stdin.buffer
+        while True:
+            data = stream.read1(size) if hasattr(stream, "read1") else stream.read(size)
+            if not data:
+                return
+            yield data
+    else:
+        yield from iter_input_lines(path)
+
+
+def _json_ids(line: bytes, line_no: int) -> list[int]:
+    try:
+        value = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BpefstError(f"line {line_no}: not a JSON array of ids (use --format ids for whitespace-separated ids)") from None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise BpefstError(f"line {line_no}: expected a JSON array of integer ids")
+    negative = next((v for v in value if v < 0), None)
+    if negative is not None:
+        raise BpefstError(f"line {line_no}: id {negative} is negative")
+    return value

@@ -1,0 +1,181 @@
+"""``bpefst train``: learn a BPE tokenizer from a corpus (the algorithm is in :mod:`bpefst.training`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import BpefstError
+from ..tokenizer import FORMATS, format_losses, save_tokenizer
+from ..training import ALPHABETS, TIE_BREAKS, TrainingProgress, train_bpe
+from .common import user_errors
+
+
+@click.command()
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option("--vocab-size", required=True, type=click.IntRange(min=1), metavar="N",
+              help="Entries in the vocabulary: special tokens, base alphabet and merged tokens.")
+@click.option("--special-token", "special_tokens", multiple=True, metavar="TOK",
+              help="A special token (repeatable): split off before counting, never merged; ids 0, 1, ...")
+@click.option("--pattern", metavar="NAME|REGEX",
+              help="Pre-tokenization: gpt2, cl100k, o200k, whitespace, none, or a regex [default: gpt2 for bytes, whitespace for chars].")
+@click.option("--alphabet", type=click.Choice(ALPHABETS), default="bytes", show_default=True,
+              help="bytes: byte-level BPE (256 base tokens); chars: character-level BPE over the corpus's characters.")
+@click.option("--end-of-word-suffix", metavar="TEXT", help="Character-level only: mark the last character of each chunk, HF style (e.g. ▁).")
+@click.option("--min-frequency", type=click.IntRange(min=0), default=0, show_default=True, metavar="K",
+              help="Stop when the most frequent pair occurs fewer than K times.")
+@click.option("--tie-break", type=click.Choice(TIE_BREAKS), default="lexicographic", show_default=True,
+              help="lexicographic: greatest pair of byte strings wins (CS336); hf: reproduce HF tokenizers' BpeTrainer.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="J", help="Counting processes [default: number of CPUs].")
+@click.option("--output", "-o", required=True, type=click.Path(), help="Output file (a directory or ...vocab.json for gpt2).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="bpefst", show_default=True, help="Output format.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@user_errors
+def train(
+    corpus: tuple[str, ...],
+    vocab_size: int,
+    special_tokens: tuple[str, ...],
+    pattern: str | None,
+    alphabet: str,
+    end_of_word_suffix: str | None,
+    min_frequency: int,
+    tie_break: str,
+    jobs: int | None,
+    output: str,
+    fmt: str,
+    quiet: bool,
+) -> None:
+    """Train a BPE tokenizer on CORPUS files (- for stdin).
+
+    Byte-level by default (special tokens, then the 256 bytes, then merges),
+    GPT-2 pre-tokenization, and ties broken towards the lexicographically
+    greatest pair of byte strings; --tie-break hf gives the merges of HF
+    tokenizers' BpeTrainer.
+
+    \b
+    Examples:
+      bpefst train corpus.txt --vocab-size 500 --special-token '<|endoftext|>' -o tok.bpefst
+      bpefst train wiki.txt --alphabet chars --end-of-word-suffix ▁ --vocab-size 8000 --format hf -o tok.json
+    """
+    _check_output(output, fmt)
+    if alphabet == "chars" and fmt in ("gpt2", "tiktoken"):
+        raise BpefstError(f"--format {fmt} holds byte-level tokenizers only; use --format hf or bpefst with --alphabet chars")
+    progress = _progress(quiet)
+    started = time.perf_counter()
+    try:
+        model = train_bpe(
+            list(corpus),
+            vocab_size,
+            special_tokens=special_tokens,
+            pattern=pattern,
+            alphabet=alphabet,
+            end_of_word_suffix=end_of_word_suffix,
+            min_frequency=min_frequency,
+            tie_break=tie_break,
+            jobs=jobs,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    for note in format_losses(model, fmt):
+        click.echo(f"bpefst: note: {note}", err=True)
+    written = save_tokenizer(model, output, fmt)
+    if not quiet:
+        size = model.summary()["vocab_size"]
+        click.echo(f"trained {size} tokens ({len(model.merges)} merges) in {time.perf_counter() - started:.2f}s", err=True)
+        for path in written:
+            click.echo(f"wrote {path}", err=True)
+
+
+def _check_output(output: str, fmt: str) -> None:
+    """Fail before training, not after, when the output cannot be written."""
+    path = Path(output)
+    if fmt == "gpt2" and not path.name.endswith("vocab.json"):
+        if path.exists() and not path.is_dir():
+            raise BpefstError(f"{output} is a file; --format gpt2 needs a directory or a ...vocab.json path")
+        parent = path if path.exists() else path.parent
+    else:
+        if path.is_dir():
+            raise BpefstError(f"{output} is a directory; give a file name for the tokenizer")
+        parent = path.parent
+    parent = parent if str(parent) else Path(".")
+    if not parent.is_dir():
+        raise BpefstError(f"cannot write {output}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise BpefstError(f"cannot write {output}: directory {parent} is not writable")
+
+
+def _progress(quiet: bool) -> "RichProgress | TrainingProgress":
+    if quiet or not sys.stderr.isatty():
+        return _Silent()
+    return RichProgress()
+
+
+class _Silent(TrainingProgress):
+    def close(self) -> None:
+        pass
+
+
+class RichProgress(TrainingProgress):
+    """Bytes counted, then merges done with the current pair and its count, on stderr."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self._console = Console(stderr=True)
+        self._progress = None
+        self._task = None
+        self._last = 0.0
+
+    def _start(self, description: str, total: int | None, counter) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.close()
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), counter, TimeElapsedColumn(), console=self._console)
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total)
+
+    def counting_started(self, total_bytes):
+        from rich.progress import DownloadColumn
+
+        self._start("counting", total_bytes, DownloadColumn())
+
+    def bytes_counted(self, nbytes):
+        self._progress.advance(self._task, nbytes)
+
+    def counting_done(self, distinct_chunks):
+        done = self._progress.tasks[0].completed
+        self._progress.update(self._task, total=done, completed=done, description=f"counted {distinct_chunks} distinct chunks")
+
+    def merging_started(self, max_merges):
+        from rich.progress import MofNCompleteColumn
+
+        self._start("merging", max(max_merges, 0), MofNCompleteColumn())
+
+    def merged(self, done, left, right, count):
+        now = time.monotonic()
+        if now - self._last < 0.1:
+            return
+        self._last = now
+        self._progress.update(self._task, completed=done, description=f"merging {_show(left)} + {_show(right)} ({count}x)")
+
+    def merging_done(self, merges):
+        self._progress.update(self._task, completed=merges, total=merges, description=f"merged {merges} pairs")
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def _show(token) -> str:
+    from rich.markup import escape
+
+    if isinstance(token, bytes):
+        token = token.decode("utf-8", "backslashreplace")
+    text = repr(token)
+    return escape(text if len(text) <= 24 else text[:21] + "...")

@@ -1,0 +1,1 @@
+"""Layer 6: streaming tokenization and validation over whole texts and id streams."""

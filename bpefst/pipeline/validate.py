@@ -1,0 +1,286 @@
+"""Is a stream of token ids exactly what the tokenizer would produce?
+
+The question a user would otherwise answer with "decode, re-encode, compare"
+(``encode(decode(ids), allowed_special="all") == ids``), answered in one pass
+for byte-level tokenizers:
+
+* every id must exist, and an ordinary token must be reachable;
+* special-token ids are hard boundaries, and the text of a special token must
+  not appear inside ordinary text (re-encoding would turn it into the special);
+* the pre-tokenization chunks of the decoded text must begin and end on token
+  boundaries (BPE never merges across a chunk);
+* inside a chunk every adjacent pair must be canonical, which A_BPE decides in
+  O(1) per pair (1-locality, seed 000 Sec. 6.5); pairs that straddle a chunk
+  boundary are exempt.
+
+Ids are consumed in blocks.  A block is decoded once, pre-tokenized once, and
+checked with set operations (token end offsets against chunk end offsets, pair
+keys against a growing set of pairs already known to be canonical), so the
+per-token work runs in C and only new pairs go through the pair walk.
+Pre-tokenization needs right context (``\\s+(?!\\S)``, ``\\s++$``), so the last
+two chunks of a block, and the tokens they cover, are carried into the next
+block; this assumes, as holds for the gpt2, cl100k and o200k patterns, that
+where a match ends depends on at most the next match's worth of text.  Memory
+stays bounded by the block size.
+
+Character-level tokenizers decode to text in which end-of-word suffixes
+became spaces, so for them the check is literally decode-and-re-encode, word
+by word.  ``pretokenize=False`` checks BPE canonicity only: every adjacent pair
+between special tokens must be canonical.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import operator
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import regex
+
+from ..bpe import CanonicalAutomaton
+from ..errors import BpefstError
+from ..tokenizer import BPEModel, ReferenceEncoder
+from ..tokenizer.pretokenize import compile_pattern
+
+CARRY_CHUNKS = 2
+
+
+@dataclass
+class Violation:
+    """Where a stream stops being canonical."""
+
+    position: int  # stream index of the first token that cannot stand where it is
+    previous: int | None  # the token before it (None at the start of the stream)
+    token: int
+    reason: str
+    span: bytes  # the text around the violation
+    canonical: list[int]  # how the tokenizer encodes that text
+
+    def describe(self, model: BPEModel) -> str:
+        def show(t: int | None) -> str:
+            if t is None:
+                return "the start of the stream"
+            return f"{t} {model.token_bytes(t).decode('utf-8', 'replace')!r}"
+
+        return (
+            f"not canonical at token {self.position}: {show(self.token)} after {show(self.previous)} ({self.reason}); "
+            f"the tokenizer encodes {self.span.decode('utf-8', 'replace')!r} as {self.canonical}"
+        )
+
+
+class Validator:
+    """Checks id streams against one tokenizer and its canonical automaton."""
+
+    def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
+        self.model = model
+        self.automaton = automaton
+        self.encoder = ReferenceEncoder(model)
+        self.pretokenize = pretokenize
+        self.block_tokens = block_tokens
+        self.size = max(model.max_id + 1, 1)
+        self.special_ids = set(model.specials.values()) - set(model.vocab)
+        self.token_bytes = [b""] * self.size
+        self.known = [False] * self.size
+        for i in model.vocab:
+            self.token_bytes[i] = model.token_bytes(i)
+            self.known[i] = True
+        for text, i in model.specials.items():
+            self.token_bytes[i] = text.encode("utf-8")
+            self.known[i] = True
+        self.token_length = list(map(len, self.token_bytes))
+        self.holes = {i for i in range(self.size) if not self.known[i]}
+        self.unreachable = {i for i in model.vocab if not automaton.reachable[i]}
+        self.good_pairs: set[int] = set()
+        self._pattern = compile_pattern(model.pattern) if pretokenize and model.pattern is not None else None
+        names = sorted(model.specials, key=len, reverse=True)
+        self._specials = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
+        self._special_margin = max(map(len, (s.encode() for s in names)), default=1)
+        self.tokens_seen = 0
+
+    # -- public API ------------------------------------------------------------------------------
+
+    def check(self, ids: Sequence[int]) -> Violation | None:
+        """First violation in a whole sequence, or None if it is canonical."""
+        return self.check_stream([ids])
+
+    def check_stream(self, blocks: Iterable[Sequence[int]]) -> Violation | None:
+        """Like :meth:`check` for a stream given as blocks of ids (any sizes)."""
+        if not self.model.is_byte_level and self.pretokenize:
+            return self._check_words(blocks)
+        self.tokens_seen = 0
+        offset, pending = 0, []
+        for block in blocks:
+            self._check_known(block, offset + len(pending))
+            pending.extend(block)
+            if len(pending) >= self.block_tokens:
+                violation, settled = self._check_pending(pending, offset, final=False)
+                if violation:
+                    return violation
+                offset += settled
+                del pending[:settled]
+        violation, _ = self._check_pending(pending, offset, final=True)
+        self.tokens_seen = offset + len(pending)
+        return violation
+
+    # -- byte-level --------------------------------------------------------------------------------
+
+    def _check_known(self, ids: Sequence[int], start: int) -> None:
+        known, size = self.known, self.size
+        if not ids or (min(ids) >= 0 and max(ids) < size and self.holes.isdisjoint(ids)):
+            return
+        k = next(k for k, t in enumerate(ids) if not (0 <= t < size and known[t]))
+        raise BpefstError(f"token {start + k}: id {ids[k]} is not in the vocabulary (ids go up to {self.size - 1})")
+
+    def _check_pending(self, ids: list[int], offset: int, final: bool) -> tuple[Violation | None, int]:
+        """Check ``ids`` (split at special tokens); returns (violation, how many leading ids are settled)."""
+        lo = 0
+        specials = [] if self.special_ids.isdisjoint(ids) else [k for k, t in enumerate(ids) if t in self.special_ids]
+        for k in specials:
+            violation, _ = self._check_run(ids, lo, k, offset, final=True)
+            if violation:
+                return violation, lo
+            lo = k + 1
+        return self._check_run(ids, lo, len(ids), offset, final)
+
+    def _check_run(self, ids: list[int], lo: int, hi: int, offset: int, final: bool) -> tuple[Violation | None, int]:
+        """Check the ordinary tokens ``ids[lo:hi]``; returns (violation, index into ids settled so far)."""
+        run = ids[lo:hi]
+        if not run:
+            return None, hi
+        if not self.unreachable.isdisjoint(run):
+            k = next(k for k, t in enumerate(run) if t in self.unreachable)
+            return self._violation(ids, lo + k, offset, "BPE never produces this token", lo, hi), lo
+        data = b"".join(map(self.token_bytes.__getitem__, run))
+        text = data.decode("utf-8", errors="surrogateescape")
+        ends = list(itertools.accumulate(map(self.token_length.__getitem__, run)))
+        chunk_ends = self._chunk_ends(text) if self._pattern is not None else []
+        token_end_set = set(ends)
+        if final:
+            settle_at, settled = len(data), len(run)
+        else:
+            settle_at = self._settle_point(data, ends, token_end_set, chunk_ends)
+            if settle_at == 0:
+                return None, lo
+            settled = ends.index(settle_at) + 1
+            del chunk_ends[bisect.bisect_right(chunk_ends, settle_at) :]
+        chunk_end_set = set(chunk_ends)
+        if not chunk_end_set.issubset(token_end_set):
+            bad = min(chunk_end_set.difference(token_end_set))
+            k = next(k for k, e in enumerate(ends) if e > bad)
+            return self._violation(ids, lo + k, offset, "it crosses a pre-tokenization boundary", lo, hi, wide=True), lo
+        inner = list(map(operator.not_, map(chunk_end_set.__contains__, ends[: settled - 1])))
+        violation = self._check_pairs(ids, lo, run[:settled], inner, offset, hi)
+        if violation:
+            return violation, lo
+        if self._specials is not None:
+            found = self._specials.search(text)
+            if found and (final or len(text[: found.start()].encode("utf-8", "surrogateescape")) < settle_at):
+                position = len(text[: found.start()].encode("utf-8", "surrogateescape"))
+                k = next(k for k, e in enumerate(ends) if e > position)
+                reason = f"its text is part of the special token {found.group()!r}"
+                return self._violation(ids, lo + k, offset, reason, lo, hi, wide=True), lo
+        return None, lo + settled
+
+    def _chunk_ends(self, text: str) -> list[int]:
+        chunks = self._pattern.findall(text)
+        if text.isascii():
+            return list(itertools.accumulate(map(len, chunks)))
+        try:
+            return list(itertools.accumulate(map(len, map(str.encode, chunks))))
+        except UnicodeEncodeError:  # raw bytes carried as lone surrogates
+            return list(itertools.accumulate(len(c.encode("utf-8", "surrogateescape")) for c in chunks))
+
+    def _settle_point(self, data: bytes, ends: list[int], token_end_set: set[int], chunk_ends: list[int]) -> int:
+        """Byte offset up to which a non-final run can be decided (0: nothing yet)."""
+        limit = len(data) - self._special_margin  # a special's text may still be arriving after it
+        candidates = ends[:-1] if self._pattern is None else chunk_ends[:-CARRY_CHUNKS]
+        for end in reversed(candidates):
+            if end <= limit and end in token_end_set:
+                return end
+        return 0
+
+    def _check_pairs(self, ids: list[int], lo: int, run: list[int], inner: list[bool], offset: int, hi: int) -> Violation | None:
+        size = self.size
+        keys = list(map(operator.add, map(operator.mul, run[:-1], itertools.repeat(size)), run[1:]))
+        if self.good_pairs.issuperset(itertools.compress(keys, inner)):
+            return None
+        unknown = set(itertools.compress(keys, inner)).difference(self.good_pairs)
+        if not unknown:
+            return None
+        bad = set()
+        for key in unknown:
+            if self.automaton.allowed(key // size, key % size):
+                self.good_pairs.add(key)
+            else:
+                bad.add(key)
+        if not bad:
+            return None
+        k = next(k for k, (key, check) in enumerate(zip(keys, inner)) if check and key in bad)
+        return self._violation(ids, lo + k + 1, offset, "BPE merges across this pair", lo, hi)
+
+    def _violation(self, ids: list[int], k: int, offset: int, reason: str, lo: int, hi: int, wide: bool = False) -> Violation:
+        first = max(lo, k - 1)
+        last = min(hi, k + 2) if wide else k + 1
+        span = b"".join(self.token_bytes[t] for t in ids[first:last])
+        canonical = self.encoder.encode_bytes(span, allowed_special="all")
+        previous = ids[k - 1] if k > 0 else None
+        return Violation(offset + k, previous, ids[k], reason, span, canonical)
+
+    # -- character-level -------------------------------------------------------------------------
+
+    def _check_words(self, blocks: Iterable[Sequence[int]]) -> Violation | None:
+        """Decode and re-encode word by word (a word ends with an end-of-word-suffix token)."""
+        suffix = self.model.end_of_word_suffix
+        offset, word = 0, []
+        previous = None
+        for block in blocks:
+            self._check_known(block, offset + len(word))
+            for token in block:
+                word.append(token)
+                text = self.model.vocab.get(token)
+                if token in self.special_ids or (suffix and isinstance(text, str) and text.endswith(suffix)):
+                    violation = self._check_word(word, offset, previous)
+                    if violation:
+                        return violation
+                    offset += len(word)
+                    previous = word[-1]
+                    word = []
+        self.tokens_seen = offset + len(word)
+        return self._check_word(word, offset, previous) if word else None
+
+    def _check_word(self, word: list[int], offset: int, previous: int | None) -> Violation | None:
+        text = self.encoder.decode(word)
+        expected = self.encoder.encode(text, allowed_special="all")
+        if expected == word:
+            return None
+        k = next((k for k, (a, b) in enumerate(zip(word, expected)) if a != b), min(len(word), len(expected)) - 1)
+        k = max(k, 0)
+        before = word[k - 1] if k > 0 else previous
+        return Violation(offset + k, before, word[k], "re-encoding the decoded word gives other tokens", text.encode("utf-8"), expected)
+
+
+def parse_id_blocks(pieces: Iterable[bytes]) -> Iterator[list[int]]:
+    """Whitespace-separated ids from a byte stream, in blocks; BpefstError on a bad id."""
+    carry = b""
+    index = 0
+    for piece in pieces:
+        data = carry + piece
+        cut = len(data)
+        while cut > 0 and not data[cut - 1 : cut].isspace():
+            cut -= 1
+        carry = data[cut:]
+        words = data[:cut].split()
+        if words:
+            yield parse_words(words, index)
+            index += len(words)
+    if carry.strip():
+        yield parse_words(carry.split(), index)
+
+
+def parse_words(words: list[bytes], index: int = 0) -> list[int]:
+    if all(map(bytes.isdigit, words)):
+        return list(map(int, words))
+    k = next(k for k, w in enumerate(words) if not w.isdigit())
+    raise BpefstError(f"token {index + k}: {words[k][:20].decode('utf-8', 'replace')!r} is not a non-negative integer id")

@@ -1,0 +1,189 @@
+"""Reading a training corpus: checked sources, streamed in blocks cut at safe places.
+
+A block boundary must not change what pre-tokenization sees, so blocks are cut
+only where splitting the text cannot change the chunks (003, "Parallelizing the
+counts", cuts at special tokens; we add newline and space cuts so that corpora
+without special tokens still stream):
+
+* at the start of a special token occurrence (special tokens are split off
+  before pre-tokenization, so the text on either side is pre-tokenized
+  independently anyway);
+* after a newline that follows a character other than whitespace and precedes
+  a letter or digit of any script (``x\\ny``): no match of the gpt2, cl100k,
+  o200k or whitespace patterns crosses such a newline, and the newline forms
+  the same chunk whether the text goes on or ends there.  With ``line_mode`` (HF's
+  trainer, which pre-tokenizes each line on its own) any newline will do;
+* failing both, before a space that follows a printable ASCII character and
+  precedes an ASCII letter (``x yz``), where every preset starts a new chunk.
+
+No cut falls inside a special token occurrence, and every cut is next to a
+newline, a space or the start of a special token, so none falls inside a UTF-8
+sequence.  A region with no safe cut
+is read whole, so memory is bounded by the longest such region (in practice a
+block) plus the distinct chunks, not by the corpus.  Custom patterns whose
+matches can span these cuts may see slightly different chunks at block
+boundaries.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator, Sequence
+
+import regex
+
+from ..errors import BpefstError
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One corpus input: a checked file path, or stdin (``path`` is ``-``)."""
+
+    path: str
+    size: int | None
+
+    @property
+    def name(self) -> str:
+        return "<stdin>" if self.path == STDIN else self.path
+
+
+def check_sources(paths: Sequence[str]) -> list[Source]:
+    """Validate every input before any work: missing, unreadable, directories."""
+    if not paths:
+        raise BpefstError("no corpus given")
+    sources = []
+    for path in paths:
+        path = os.fspath(path)
+        if path == STDIN:
+            sources.append(Source(STDIN, None))
+            continue
+        if os.path.isdir(path):
+            raise BpefstError(f"{path} is a directory, not a file")
+        try:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+        except OSError as exc:
+            raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+        sources.append(Source(path, size))
+    return sources
+
+
+class BlockCutter:
+    """Finds the last safe cut in a buffer (see the module docstring)."""
+
+    _SPACE_CUT = regex.compile(rb"[!-~](?= [A-Za-z])")
+    _WHITESPACE = regex.compile(r"\s")
+    _WORD_START = regex.compile(r"[\p{L}\p{N}]")
+    _MAX_NEWLINES = 4096  # newlines tried per call, so that a run of blank lines stays linear
+    _SPACE_WINDOW = 1 << 20
+
+    def __init__(self, specials: Sequence[str], line_mode: bool):
+        self.specials = [s.encode("utf-8") for s in specials]
+        self.line_mode = line_mode
+
+    def __call__(self, buf: bytes | bytearray, start: int = 0) -> int:
+        """A position 0 < cut <= len(buf), or 0 when there is none.
+
+        Cuts before ``start`` are not looked for (the caller has already found
+        none there), which keeps a long region without cuts linear.
+        """
+        start = max(0, start - 8)
+        special = self._special_cut(buf, start)
+        cut = self._newline_cut(buf, start) or self._space_cut(buf, start)
+        if cut > special and not self._straddles(buf, cut):
+            return cut
+        return special
+
+    def _special_cut(self, buf: bytes | bytearray, start: int) -> int:
+        starts = [buf.rfind(s, max(0, start - len(s))) for s in self.specials]
+        cut = max(starts, default=-1)
+        return cut if cut > 0 and not self._straddles(buf, cut) else 0
+
+    def _newline_cut(self, buf: bytes | bytearray, start: int) -> int:
+        end = len(buf)
+        for _ in range(self._MAX_NEWLINES):
+            position = buf.rfind(b"\n", start, end)
+            if position < 0:
+                return 0
+            if self.line_mode or self._newline_is_safe(buf, position):
+                return position + 1
+            end = position
+        return 0
+
+    def _newline_is_safe(self, buf: bytes | bytearray, position: int) -> bool:
+        """Non-whitespace before the newline, a letter or digit (any script) after it."""
+        if position == 0 or position + 1 >= len(buf):
+            return False
+        before = bytes(buf[max(0, position - 4) : position]).decode("utf-8", "surrogateescape")[-1]
+        after = bytes(buf[position + 1 : position + 5]).decode("utf-8", "surrogateescape")[0]
+        return not self._WHITESPACE.match(before) and self._WORD_START.match(after) is not None
+
+    def _space_cut(self, buf: bytes | bytearray, start: int) -> int:
+        last = None
+        for last in self._SPACE_CUT.finditer(buf, max(start, len(buf) - self._SPACE_WINDOW)):
+            pass
+        return last.end() if last is not None else 0
+
+    def _straddles(self, buf: bytes | bytearray, cut: int) -> bool:
+        """Whether some special token occurrence covers both sides of ``cut``."""
+        for special in self.specials:
+            for start in range(max(0, cut - len(special) + 1), cut):
+                if buf.startswith(special, start):
+                    return True
+        return False
+
+
+def iter_blocks(source: Source, cutter: BlockCutter, block_size: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset, data)`` blocks of about ``block_size`` bytes, cut safely."""
+    with _open(source) as handle:
+        buf = bytearray()
+        offset = 0
+        searched = 0  # no cut before this position of buf
+        while True:
+            data = _read(handle, source, block_size)
+            if not data:
+                break
+            buf += data
+            cut = cutter(buf, searched)
+            if cut <= 0:
+                searched = len(buf)
+                continue
+            yield offset, bytes(buf[:cut])
+            del buf[:cut]
+            offset += cut
+            searched = 0
+        if buf:
+            yield offset, bytes(buf)
+
+
+def _open(source: Source) -> BinaryIO:
+    if source.path == STDIN:
+        return _NoClose(sys.stdin.buffer)
+    try:
+        return open(source.path, "rb")
+    except OSError as exc:
+        raise BpefstError(f"cannot read {source.path}: {exc.strerror or exc}") from None
+
+
+def _read(handle: BinaryIO, source: Source, size: int) -> bytes:
+    try:
+        return handle.read(size)
+    except OSError as exc:
+        raise BpefstError(f"cannot read {source.name}: {exc.strerror or exc}") from None
+
+
+class _NoClose:
+    """Stdin as a context manager that leaves it open."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+
+    def __enter__(self) -> BinaryIO:
+        return self.stream
+
+    def __exit__(self, *exc: object) -> None:
+        return None
