@@ -142,3 +142,49 @@ def test_closed_pipe_is_quiet(byte_tok) -> None:
     result = subprocess.run(["bash", "-c", f"set -o pipefail; yes 'abc cab' | head -c 3000000 | {pipeline}"], capture_output=True, timeout=120)
     assert len(result.stdout) == 10
     assert result.stderr == b"", result.stderr
+
+
+# -- compile and validate ------------------------------------------------------------------
+
+@pytest.fixture()
+def compiled(tmp_path, byte_tok):
+    path = tmp_path / "byte.dfa"
+    result = run("compile", str(byte_tok), "--stats", "-o", str(path))
+    assert result.returncode == 0, result.stderr
+    assert b"states:" in result.stderr
+    return path
+
+
+def test_compile_and_validate_round_trip(compiled, byte_tok) -> None:
+    model = random_byte_model(21, pattern=PRESETS["gpt2"])
+    ids = ReferenceEncoder(model).encode("abc cab bca  ab\n", allowed_special="all")
+    stream = " ".join(map(str, ids)).encode()
+    ok = run("validate", str(compiled), stdin=stream)
+    assert ok.returncode == 0 and ok.stdout.startswith(b"canonical"), ok.stdout
+    spelled = " ".join(str(b) for b in b"abc").encode()
+    merged = ReferenceEncoder(model).encode("abc")
+    verdict = run("validate", str(compiled), stdin=spelled)
+    assert verdict.returncode == (0 if merged == list(b"abc") else 1)
+    jsonl = run("validate", str(byte_tok), "--format", "jsonl", stdin=json.dumps(ids).encode() + b"\n")
+    assert jsonl.returncode == 0
+
+
+def test_validate_bad_input(compiled, tmp_path) -> None:
+    assert_user_error(run("validate", str(compiled), stdin=b"1 2 999999"), "not in the vocabulary")
+    assert_user_error(run("validate", str(compiled), stdin=b"1 -2"), "not a non-negative integer")
+    assert_user_error(run("validate", str(compiled), stdin=b"1 2.5"), "not a non-negative integer")
+    assert_user_error(run("validate", str(compiled), stdin=b"[1, 2]"), "not a non-negative integer")
+    assert_user_error(run("validate", str(compiled), "--format", "jsonl", stdin=b"1 2 3\n"), "not a JSON array")
+    other = tmp_path / "other.bpefst"
+    save_tokenizer(random_byte_model(22), other)
+    assert_user_error(run("validate", str(compiled), "--tokenizer", str(other), stdin=b"1"), "built from tokenizer")
+    truncated = tmp_path / "cut.dfa"
+    truncated.write_bytes(compiled.read_bytes()[:-50])
+    assert_user_error(run("validate", str(truncated), stdin=b"1"), "truncated or corrupted")
+
+
+def test_compile_dot(tmp_path, byte_tok) -> None:
+    dot = tmp_path / "a.dot"
+    result = run("compile", str(byte_tok), "--dot", str(dot), "--dot-tokens", "97,98,99")
+    assert result.returncode == 0, result.stderr
+    assert dot.read_text().startswith("digraph")

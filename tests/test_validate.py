@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from functools import lru_cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpefst.bpe import MergeForest, build_canonical
+from bpefst.bpe import MergeForest, build_canonical, is_canonical_pair
 from bpefst.errors import BpefstError
 from bpefst.pipeline.validate import Validator, parse_id_blocks
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, load_tokenizer
@@ -108,9 +109,13 @@ def test_injected_violations_are_reported_with_the_canonical_span() -> None:
     spelled = [model.token_to_id[bytes([b])] for b in b" hello"] + hello[1:]
     violation = validate(model, automaton, spelled)
     assert violation.position == 1 and violation.canonical == encoder.encode(" h")  # " h" then "e" ...
-    # two tokens across a pre-tokenization boundary: "world." is one token only if BPE ignores the chunks
-    crossing = encoder.encode("a" ) + [model.token_to_id[b" world"]] + encoder.encode(".")
-    assert validate(model, automaton, crossing) is None
+    # two tokens across a pre-tokenization boundary that BPE alone would not produce: canonical after all
+    text_ids = encoder.encode(corpus_prefix("pydocs", 20_000))
+    x, y = next((u, v) for u, v in zip(text_ids, text_ids[1:]) if not is_canonical_pair(automaton.forest, u, v))
+    assert validate(model, automaton, [x, y]) is None and oracle_verdict(encoder, [x, y]) is None
+    assert validate(model, automaton, [x, y], pretokenize=False) is not None
+    # ... and the same two tokens glued into one chunk's worth of text are not canonical
+    assert oracle_verdict(ReferenceEncoder(replace(model, pattern=None)), [x, y]) is not None
     # a special token split into ordinary pieces
     pieces = encoder.encode_ordinary("x<|endoftext|>")
     violation = validate(model, automaton, pieces)

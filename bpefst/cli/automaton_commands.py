@@ -64,10 +64,7 @@ def compile_command(tokenizer: str, pattern, specials, kind: str, encoding: str,
       bpefst compile ../shared/data/tiktoken/cl100k_base.tiktoken.gz -o cl100k.dfa
     """
     if kind == "transducer":
-        from .transducer_hook import compile_transducer
-
-        compile_transducer(tokenizer, pattern, specials, output, stats)
-        return
+        raise BpefstError("--kind transducer is not available in this build yet; use --kind dfa")
     if not (output or stats or dot_path):
         raise BpefstError("nothing to do: give --output, --stats or --dot")
     model = load_model(tokenizer, pattern, specials)
