@@ -23,6 +23,8 @@ demo: install
 	$(BIN)/bpefst info $(DEMO)/tokenizer.bpefst
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst --format tokens
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst decode $(DEMO)/tokenizer.bpefst
+	$(BIN)/bpefst compile $(DEMO)/tokenizer.bpefst --kind dfa --stats --output $(DEMO)/tokenizer.dfa
+	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
 test: install
@@ -30,6 +32,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_train.py
+	$(BIN)/python benchmarks/bench_compile.py
 
 clean:
 	rm -rf build $(VENV)
