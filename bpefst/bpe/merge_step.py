@@ -34,11 +34,14 @@ class MergeableDFA:
         self.finals: set[int] = set(dfa.finals)
         self.start = dfa.start
         self.sources: dict[int, set[int]] = defaultdict(set)
+        self.num_arcs = sum(map(len, self.arcs))
         for q, row in enumerate(self.arcs):
             for symbol in row:
                 self.sources[symbol].add(q)
 
     def _set(self, q: int, symbol: int, target: int) -> None:
+        if symbol not in self.arcs[q]:
+            self.num_arcs += 1
         self.arcs[q][symbol] = target
         self.sources[symbol].add(q)
 
@@ -79,9 +82,22 @@ class MergeableDFA:
         return DFA(self.arcs, self.start, frozenset(self.finals), check=False)
 
 
-def apply_merges(dfa: DFA, merges: Iterable[tuple[int, int, int]]) -> DFA:
-    """Apply ``(u, v, uv)`` rules in order (Algorithm 2 each); returns the trimmed minimal DFA."""
-    work = MergeableDFA(dfa)
+def apply_merges(dfa: DFA, merges: Iterable[tuple[int, int, int]], growth: float = 3.0) -> DFA:
+    """Apply ``(u, v, uv)`` rules in order (Algorithm 2 each); returns the trimmed minimal DFA.
+
+    Algorithm 2 never merges states, so the working automaton grows with every
+    rule (by up to its 1-locality degree, Theorem 2 of seed 001) although the
+    language's minimal DFA stays small.  Whenever the arc count has grown by
+    ``growth`` since the last minimization, trim and minimize: the language is
+    unchanged and a trim DFA of a context-invariant language is context-invariant
+    (its runs between useful states are factors of accepted sequences), so
+    Algorithm 2 may continue on the smaller automaton.
+    """
+    work = MergeableDFA(minimize(trim(dfa)))
+    budget = growth * max(work.num_arcs, 1024)
     for u, v, uv in merges:
         work.apply(u, v, uv)
+        if work.num_arcs > budget:
+            work = MergeableDFA(minimize(trim(work.to_dfa())))
+            budget = growth * max(work.num_arcs, 1024)
     return minimize(trim(work.to_dfa()))

@@ -79,6 +79,20 @@ class BPEModel:
         produced = set(self.merge_results)
         return frozenset(i for i in self.vocab if i not in produced)
 
+    @cached_property
+    def spellings(self) -> dict[int, tuple[int, ...]]:
+        """The base-symbol ids each ordinary token spells (bytes as their single-byte tokens)."""
+        if self.level == "byte":
+            byte_id = {t[0]: i for i, t in self.vocab.items() if len(t) == 1}
+            return {i: tuple(byte_id[b] for b in t) for i, t in self.vocab.items() if all(b in byte_id for b in t)}
+        first: dict[int, tuple[int, int]] = {}
+        for pair, result in zip(self.merges, self.merge_results):
+            first.setdefault(result, pair)
+        spelled: dict[int, tuple[int, ...]] = {i: (i,) for i in self.base_ids}
+        for result, (a, b) in sorted(first.items(), key=lambda kv: self.merge_table[kv[1]][0]):
+            spelled.setdefault(result, spelled[a] + spelled[b])
+        return spelled
+
     @property
     def is_byte_level(self) -> bool:
         return self.level == "byte"

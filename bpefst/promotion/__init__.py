@@ -1,0 +1,1 @@
+"""Layer 5: promotion of text automata to token automata."""
