@@ -188,3 +188,36 @@ def test_compile_dot(tmp_path, byte_tok) -> None:
     result = run("compile", str(byte_tok), "--dot", str(dot), "--dot-tokens", "97,98,99")
     assert result.returncode == 0, result.stderr
     assert dot.read_text().startswith("digraph")
+
+
+# -- promote -----------------------------------------------------------------------------------
+
+def test_promote_outputs_and_sample(tmp_path, compiled) -> None:
+    out = tmp_path / "p.json"
+    result = run("promote", str(compiled), "--regex", "(ab|ba)c{1,2}", "--format", "json", "-o", str(out), "--sample", "3", "--stats")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text())
+    assert document["arcs"] and document["finals"]
+    samples = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(samples) == 3
+    import regex as re_oracle
+
+    assert all(re_oracle.fullmatch("(ab|ba)c{1,2}", s["text"]) for s in samples)
+    assert b"promoted:" in result.stderr
+    msgpack_out = tmp_path / "p.msgpack"
+    assert run("promote", str(compiled), "--regex", "abc", "-o", str(msgpack_out)).returncode == 0
+    assert run("info", str(msgpack_out)).stdout.startswith(b"kind:")
+
+
+def test_promote_bad_input(tmp_path, compiled, byte_tok) -> None:
+    assert_user_error(run("promote", str(compiled), "--regex", "a(?=b)"), "at position 1")
+    assert_user_error(run("promote", str(compiled), "--regex", "(ab"), "position")
+    assert_user_error(run("promote", str(compiled), "--regex", "(a|b)*a(a|b){18}", "--max-states", "1000"), "--max-states 1,000")
+    assert_user_error(run("promote", str(compiled)), "exactly one of")
+    other = tmp_path / "other.bpefst"
+    save_tokenizer(random_byte_model(30), other)
+    assert_user_error(run("promote", str(compiled), "--tokenizer", str(other), "--regex", "a"), "built from tokenizer")
+    char = tmp_path / "char.bpefst"
+    save_tokenizer(random_char_model(8), char)
+    unspellable = run("promote", str(char), "--regex", "z+")
+    assert unspellable.returncode == 1 and b"empty" in unspellable.stdout

@@ -1,1 +1,17 @@
-"""Layer 5: promotion of text automata to token automata."""
+"""Layer 5: promotion of text automata to token automata (seed 000 Sec. 5-7).
+
+- ``agnostic``: every tokenization of every match (Eq. 3)
+- ``canonical``: the lattice intersected with A_BPE (Eq. 5)
+- ``direct``: Algorithm 2 merge by merge on the pattern (Eq. 4)
+- ``promote``: the routes behind one call, with stage timings
+- ``guided``: the decoding API over a promoted automaton
+- ``edit_distance``, ``wordlists``: input automata (Table 1; --words)
+"""
+
+from .agnostic import SpellingTrie, promote_agnostic
+from .canonical import intersect_canonical
+from .direct import promote_direct
+from .guided import GuidedAutomaton
+from .promote import MODES, Promotion, promote
+
+__all__ = ["MODES", "GuidedAutomaton", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct"]

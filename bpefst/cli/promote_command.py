@@ -1,0 +1,115 @@
+"""``bpefst promote``: a regular expression over text -> an automaton over tokens."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+
+import click
+
+from ..artifact import atomic_write_bytes, write_artifact
+from ..automata import load as load_automaton
+from ..automata import random_accepted, to_dot
+from ..automata.errors import StateLimitExceeded
+from ..automata.serialize import to_body
+from ..errors import BpefstError
+from ..promotion import MODES, promote
+from ..promotion.wordlists import read_words, words_automaton
+from ..regex import alphabet_for, compile_regex
+from ..tokenizer import ReferenceEncoder
+from .automaton_commands import load_model_and_automaton
+from .common import read_input, tokenizer_options, user_errors
+
+TOKEN_AUTOMATON_SCHEMA = 1
+
+
+@click.command("promote")
+@click.argument("compiled", type=click.Path())
+@tokenizer_options
+@click.option("--regex", "pattern_text", metavar="PATTERN", help="The pattern (whole-string match), e.g. '\\d{4}-\\d{2}-\\d{2}'.")
+@click.option("--pattern-file", type=click.Path(), help="The pattern as a bpefst automaton artifact over bytes (byte-level) or code points (character-level).")
+@click.option("--words", "words_file", type=click.Path(allow_dash=True), help="A literal list of strings, one per line.")
+@click.option("--mode", type=click.Choice(MODES), default="canonical", show_default=True,
+              help="agnostic: every tokenization of every match; canonical: only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4).")
+@click.option("--output", "-o", type=click.Path(), help="Where to write the token automaton.")
+@click.option("--format", "fmt", type=click.Choice(["msgpack", "json", "dot"]), default="msgpack", show_default=True)
+@click.option("--stats", is_flag=True, help="States, arcs and time per stage (on stderr).")
+@click.option("--sample", type=int, default=0, metavar="N", help="Print N random accepted token sequences with their text.")
+@click.option("--max-states", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Give up beyond this many states.")
+@click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
+@user_errors
+def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, output, fmt, stats, sample, max_states, tokenizer_path) -> None:
+    """Promote a pattern over text to an automaton over tokens (for constrained decoding).
+
+    COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
+    accepts token sequences spelling a whole match; with the canonical modes,
+    only the tokenization BPE gives that match.  Exit 1 if the language is empty.
+
+    \b
+    Example:
+      bpefst promote cl100k.dfa --regex '\\d{4}-\\d{2}-\\d{2}' --stats --sample 3 -o date.msgpack
+    """
+    given = [x for x in (pattern_text, pattern_file, words_file) if x is not None]
+    if len(given) != 1:
+        raise BpefstError("give exactly one of --regex, --pattern-file, --words")
+    started = time.perf_counter()
+    model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
+    loaded = time.perf_counter()
+    alphabet = alphabet_for(model)
+    try:
+        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states)
+    except StateLimitExceeded:
+        raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
+    compiled_at = time.perf_counter()
+    try:
+        result = promote(base, model, mode, automaton, max_states=max_states)
+    except StateLimitExceeded:
+        raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
+    dfa = result.dfa
+    if stats:
+        timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
+        click.echo(f"pattern:   {base.num_states:,} states, {base.num_arcs:,} arcs", err=True)
+        click.echo(f"promoted:  {dfa.num_states:,} states, {dfa.num_arcs:,} arcs ({mode})", err=True)
+        click.echo("time:      " + ", ".join(f"{k} {v:.3f}s" for k, v in timings.items()), err=True)
+    if dfa.is_empty():
+        click.echo("the promoted language is empty: no token sequence spells a match")
+        sys.exit(1)
+    if output:
+        _write(dfa, model, output, fmt, mode)
+    if sample:
+        encoder = ReferenceEncoder(model)
+        rng = random.Random(0)
+        for _ in range(sample):
+            seq = random_accepted(dfa, rng, 64)
+            if seq is None:
+                break
+            click.echo(json.dumps({"ids": list(seq), "text": encoder.decode(list(seq))}, ensure_ascii=False))
+
+
+def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states):
+    """The pattern as a minimal DFA over the tokenizer's base symbols."""
+    if pattern_text is not None:
+        return compile_regex(pattern_text, alphabet, max_states=max_states)
+    if words_file is not None:
+        try:
+            lines = read_input(words_file).decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise BpefstError(f"{words_file}: not UTF-8 text (bad byte at offset {exc.start})") from None
+        return words_automaton(read_words(lines), alphabet)
+    return alphabet.finish(load_automaton(pattern_file))
+
+
+def _write(dfa, model, output: str, fmt: str, mode: str) -> None:
+    if fmt == "msgpack":
+        write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, model.fingerprint, {"mode": mode, "automaton": to_body(dfa)})
+    elif fmt == "json":
+        document = {
+            "mode": mode, "tokenizer": model.fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),
+            "arcs": [[q, t, r] for q, row in enumerate(dfa.transitions) for t, r in sorted(row.items())],
+        }
+        atomic_write_bytes(output, json.dumps(document).encode())
+    else:
+        encoder = ReferenceEncoder(model)
+        atomic_write_bytes(output, to_dot(dfa, label=lambda t: encoder.decode([t])).encode("utf-8"))
