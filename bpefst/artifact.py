@@ -89,6 +89,18 @@ def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint:
     atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
 
 
+def peek_kind(path: str | os.PathLike) -> str | None:
+    """The artifact kind of ``path``, or None when it is not a bpefst artifact (or unreadable)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return None
+    if not head[:1] or not 0x80 <= head[0] <= 0x8F or FORMAT_NAME.encode() not in head:
+        return None
+    return read_header_and_body(path)["kind"]
+
+
 def read_header_and_body(path: str | os.PathLike) -> dict[str, Any]:
     """Read an artifact document without checking its kind (for ``bpefst info``)."""
     try:

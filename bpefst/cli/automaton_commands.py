@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..artifact import read_header_and_body
+from ..artifact import peek_kind
 from ..automata import to_dot
 from ..bpe import START, CanonicalAutomaton, MergeForest, build_canonical
 from ..bpe.canonical_io import KIND as DFA_KIND
@@ -25,22 +25,11 @@ DOT_TOKEN_LIMIT = 300
 def load_model_and_automaton(path: str, pattern: str | None = None, specials: tuple[str, ...] = (), encoding: str = "auto",
                              tokenizer: str | None = None) -> tuple[BPEModel, CanonicalAutomaton]:
     """A compiled canonical-dfa artifact, or a tokenizer compiled on the fly."""
-    if _artifact_kind(path) == DFA_KIND:
+    if peek_kind(path) == DFA_KIND:
         expected = load_model(tokenizer, pattern, specials).fingerprint if tokenizer else None
         return load_canonical(path, expected)
     model = load_model(path, pattern, specials)
     return model, build_canonical(MergeForest.from_model(model), "implicit" if encoding == "auto" else encoding)
-
-
-def _artifact_kind(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(64)
-    except OSError:
-        return None
-    if head[:1] and 0x80 <= head[0] <= 0x8F and b"bpefst" in head:
-        return read_header_and_body(path)["kind"]
-    return None
 
 
 @click.command("compile")

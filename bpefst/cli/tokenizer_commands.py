@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..artifact import read_header_and_body
+from ..artifact import peek_kind, read_header_and_body
 from ..errors import BpefstError
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
 from .common import load_model, read_input, tokenizer_options, user_errors
@@ -39,17 +39,11 @@ def info(tokenizer: str, pattern: str | None, specials: tuple[str, ...], as_json
 
 def _artifact_summary(path: str) -> dict | None:
     """Header facts of a non-tokenizer artifact (compiled automata), else None."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(64)
-    except OSError:
-        return None
-    if not head[:1] or not 0x80 <= head[0] <= 0x8F or b"bpefst" not in head:
+    kind = peek_kind(path)
+    if kind is None or kind == "tokenizer":
         return None
     document = read_header_and_body(path)
-    if document["kind"] == "tokenizer":
-        return None
-    return {"kind": document["kind"], "schema": document["schema"], "fingerprint": document["fingerprint"]}
+    return {"kind": kind, "schema": document["schema"], "fingerprint": document["fingerprint"]}
 
 
 @click.command()
