@@ -21,10 +21,11 @@ def random_byte_model(seed: int, alphabet: bytes = b"abc ", num_merges: int = 12
         if (a, b) in merges:
             continue
         token = vocab[a] + vocab[b]
-        if token not in by_token:
-            by_token[token] = len(vocab)
-            vocab[len(vocab)] = token
-            built.append(by_token[token])
+        if token in by_token:
+            continue  # a second merge producing a token can cause rank inversions (see merge_forest)
+        by_token[token] = len(vocab)
+        vocab[len(vocab)] = token
+        built.append(by_token[token])
         merges.append((a, b))
     return BPEModel(level="byte", vocab=vocab, merges=merges, specials={"<|end|>": len(vocab)}, pattern=pattern)
 
@@ -44,10 +45,11 @@ def random_char_model(seed: int, alphabet: str = "abc", num_merges: int = 10, su
         if (a, b) in merges or (suffix and vocab[a].endswith(suffix)):
             continue  # nothing follows an end-of-word symbol
         token = vocab[a] + vocab[b]
-        if token not in by_token:
-            by_token[token] = len(vocab)
-            vocab[len(vocab)] = token
-            built.append(by_token[token])
+        if token in by_token:
+            continue  # a second merge producing a token can cause rank inversions (see merge_forest)
+        by_token[token] = len(vocab)
+        vocab[len(vocab)] = token
+        built.append(by_token[token])
         merges.append((a, b))
     return BPEModel(level="char", vocab=vocab, merges=merges, pattern=PRESETS["whitespace"], end_of_word_suffix=suffix)
 
@@ -55,8 +57,9 @@ def random_char_model(seed: int, alphabet: str = "abc", num_merges: int = 10, su
 def naive_bpe(model: BPEModel, symbols: list[int]) -> list[int]:
     """BPE by definition: apply each merge, in rank order, left to right over the whole sequence.
 
-    For a proper merge list this equals the priority-queue algorithm (a merge can
-    only involve tokens built by earlier merges), so it is an independent oracle.
+    Algorithm 1 of seed 001.  It equals the priority-queue algorithm when merges
+    apply in rank order (no two merges produce the same token, as in these
+    generated models), so it is an independent oracle.
     """
     seq = list(symbols)
     for (a, b), result in zip(model.merges, model.merge_results):

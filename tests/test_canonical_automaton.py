@@ -171,3 +171,24 @@ def test_wikitext_minimal_states_match_table_2_of_seed_000() -> None:
     for size, states in expected_states.items():
         forest = MergeForest.from_model(load_tokenizer(data / "wikitext-bpe" / f"tokenizer_{size}.json"))
         assert build_canonical(forest, "explicit").size_stats()["states"] == states
+
+
+def test_rank_inversion_follows_hf_and_is_refused_by_the_automaton(tmp_path) -> None:
+    """(b,b) (b,bb) (bbb,b) (a,bbb) (bb,b): 'bbb' comes from the last merge, after which (a, bbb) still fires."""
+    import json
+
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {"a": 0, "b": 1, "bb": 2, "bbb": 3, "bbbb": 4, "abbb": 5}
+    merges = [("b", "b"), ("b", "bb"), ("bbb", "b"), ("a", "bbb"), ("bb", "b")]
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("\n".join(" ".join(m) for m in merges) + "\n")
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt")))
+    model = BPEModel(level="char", vocab={i: t for t, i in vocab.items()}, merges=[(vocab[a], vocab[b]) for a, b in merges])
+    encoder = ReferenceEncoder(model)
+    for word in ["aabbb", "abbbb", "bbbbb", "abbb"]:
+        assert encoder.encode(word) == hf.encode(word).ids, word
+    assert encoder.encode("aabbb") == [0, 5]  # merge 3 fires after merge 4 built 'bbb'
+    from bpefst.errors import BpefstError
+
+    with pytest.raises(BpefstError, match="rank inversion"):
+        MergeForest.from_model(model)

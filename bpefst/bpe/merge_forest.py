@@ -18,12 +18,23 @@ The right spine of ``t`` (``t, right(t), right(right(t)), ...``) and its left
 spine are what decide whether two tokens may stand next to each other
 (Berglund & van der Merwe 2023, restated in seed 000 Sec. 6.5 and seed 001
 Sec. 5).
+
+All of this assumes BPE applies merges in rank order, which holds exactly when
+no merge needs a token that BPE builds only at a later rank (a *rank
+inversion*).  A merge list can have one when two merges produce the same token:
+``(b, bb) -> bbb`` at rank 1 never fires on ``bbb`` (rank 0 makes ``bb b``
+first), so ``bbb`` comes from a later ``(bb, b)``, after which an earlier-ranked
+merge ``(a, bbb)`` can still fire (HF's priority queue does fire it).  No
+published tokenizer we know has one (GPT-2, cl100k, o200k and the WikiText
+models have none); :meth:`MergeForest.from_model` refuses such lists rather
+than build a wrong automaton.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import BpefstError
 from ..tokenizer import BPEModel
 
 BASE_RANK = -1
@@ -63,7 +74,18 @@ class MergeForest:
             if compatible_before(forest, a, b, m):
                 forest.rank[t], forest.left[t], forest.right[t] = m, a, b
                 built[t] = True
+        forest._check_rank_order(model)
         return forest
+
+    def _check_rank_order(self, model: BPEModel) -> None:
+        for m, (a, b) in enumerate(model.merges):
+            for side in (a, b):
+                if self.reachable[side] and self.rank[side] > m:
+                    raise BpefstError(
+                        f"merge {m} ({model.vocab[a]!r} {model.vocab[b]!r}) needs {model.vocab[side]!r}, which BPE builds only at "
+                        f"merge {self.rank[side]}: with this rank inversion merges do not apply in rank order, and the "
+                        "canonical automaton is not defined by the construction bpefst uses"
+                    )
 
     @property
     def reachable_ids(self) -> list[int]:
