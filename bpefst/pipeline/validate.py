@@ -149,7 +149,7 @@ class Validator:
         run = ids[lo:hi]
         if not run:
             return None, hi
-        if not self.unreachable.isdisjoint(run):
+        if self.unreachable and not self.unreachable.isdisjoint(run):
             k = next(k for k, t in enumerate(run) if t in self.unreachable)
             return self._violation(ids, lo + k, offset, "BPE never produces this token", lo, hi), lo
         data = b"".join(map(self.token_bytes.__getitem__, run))
