@@ -13,6 +13,7 @@ import click
 from .. import __version__
 from .automaton_commands import compile_command, validate
 from .promote_command import promote_command
+from .tokenize_command import tokenize
 from .tokenizer_commands import convert, decode, encode, info
 from .train_command import train
 
@@ -28,7 +29,7 @@ def cli() -> None:
     """
 
 
-for _command in (train, compile_command, promote_command, validate, info, encode, decode, convert):
+for _command in (train, compile_command, tokenize, promote_command, validate, info, encode, decode, convert):
     cli.add_command(_command)
 
 

@@ -43,17 +43,25 @@ def load_model_and_automaton(path: str, pattern: str | None = None, specials: tu
 @click.option("--stats", is_flag=True, help="Print states, arcs, sizes and build time (on stderr).")
 @click.option("--dot", "dot_path", type=click.Path(), help="Write a Graphviz picture of the automaton (or of --dot-tokens' neighbourhood).")
 @click.option("--dot-tokens", metavar="ID,ID,...", help="Draw only these tokens (for large vocabularies).")
+@click.option("--budget", type=click.IntRange(min=1), help="--kind transducer: states to build eagerly (the rest are built lazily).")
 @user_errors
-def compile_command(tokenizer: str, pattern, specials, kind: str, encoding: str, output: str | None, stats: bool, dot_path: str | None, dot_tokens: str | None) -> None:
+def compile_command(tokenizer: str, pattern, specials, kind: str, encoding: str, output: str | None, stats: bool, dot_path: str | None,
+                    dot_tokens: str | None, budget: int | None) -> None:
     """Compile a tokenizer into its canonical automaton (A_BPE).
 
     \b
     Example:
       bpefst compile ../shared/data/wikitext-bpe/tokenizer_4000.json --kind dfa --stats -o wt4k.dfa
       bpefst compile ../shared/data/tiktoken/cl100k_base.tiktoken.gz -o cl100k.dfa
+      bpefst compile ../shared/data/gpt2/vocab.json --kind transducer --stats -o gpt2.fst
     """
     if kind == "transducer":
-        raise BpefstError("--kind transducer is not available in this build yet; use --kind dfa")
+        if not output:
+            raise BpefstError("--kind transducer needs --output")
+        from .tokenize_command import compile_transducer_command
+
+        compile_transducer_command(tokenizer, output, pattern, specials, budget=budget, stats=stats)
+        return
     if not (output or stats or dot_path):
         raise BpefstError("nothing to do: give --output, --stats or --dot")
     model = load_model(tokenizer, pattern, specials)

@@ -12,7 +12,7 @@ import time
 import click
 
 from ..errors import BpefstError
-from .common import tokenizer_options, user_errors
+from .common import parse_specials, tokenizer_options, user_errors
 
 FORMAT_CHOICES = ("ids", "jsonl", "tokens", "msgpack")
 
@@ -61,7 +61,7 @@ def tokenize(tokenizer: str, input: str, pattern: str | None, specials: tuple[st
         kwargs["cache_size"] = cache_size
     if max_states is not None:
         kwargs["max_states"] = max_states
-    tok = Tokenizer.load(tokenizer, pattern, specials, **kwargs)
+    tok = Tokenizer.load(tokenizer, pattern, parse_specials(specials), **kwargs)
     loaded = time.perf_counter()
     allowed, disallowed = special_policy(allowed_special, disallowed_special, tok.model.specials)
     stream, opened = _open_input(input)
@@ -140,12 +140,12 @@ def compile_transducer_command(tokenizer: str, output: str, pattern: str | None 
     delay and build time on stderr.  Returns the statistics.
     """
     from ..bpe.transducer import DEFAULT_MAX_STATES
-    from ..bpe.transducer_io import DEFAULT_EAGER_BUDGET, compile_transducer, write_transducer
+    from ..bpe.transducer_io import compile_transducer, write_transducer
     from .common import load_model
 
     model = load_model(tokenizer, pattern, specials)
     began = time.perf_counter()
-    transducer, facts = compile_transducer(model, budget or DEFAULT_EAGER_BUDGET, max_states or DEFAULT_MAX_STATES)
+    transducer, facts = compile_transducer(model, budget, max_states or DEFAULT_MAX_STATES)
     facts["total_seconds"] = round(time.perf_counter() - began, 3)
     write_transducer(output, model, transducer, facts)
     if stats:

@@ -25,8 +25,10 @@ those every miss goes through the reference BPE.
 from __future__ import annotations
 
 import atexit
+import gc
 import multiprocessing
 import os
+from itertools import chain
 from typing import Iterable, Sequence
 
 import regex
@@ -38,7 +40,8 @@ from ..tokenizer.pretokenize import PRESETS, compile_pattern
 from ..tokenizer.reference import decode_input, encode_text
 
 DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
-SHORT_CHUNK = 48  # chunks up to this many symbols use the textbook BPE on a cache miss
+SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
+_NO_PAIR = 1 << 62
 _WS = regex.compile(r"\s")
 
 
@@ -70,19 +73,25 @@ class Tokenizer:
         self._byte_codes = bool(t is not None and t.byte_codes and not model.ignore_merges)
         self._trie_get = t.trie.get if t is not None else None
         self._byte_symbols = [t.symbols[b] for b in range(256)] if self._byte_codes else None
+        self._packed_merges = {pair: (rank << 32) | result for pair, (rank, result) in model.merge_table.items()}
         self._pool = None
         self._pool_jobs = 0
 
     @classmethod
-    def load(cls, path: str, pattern: str | None = None, specials: tuple[str, ...] = (), **kwargs) -> "Tokenizer":
-        """A tokenizer file in any supported format, or a transducer artifact."""
+    def load(cls, path: str, pattern: str | None = None, specials: dict[str, int] | None = None, **kwargs) -> "Tokenizer":
+        """A tokenizer file in any supported format, or a transducer artifact.
+
+        ``pattern`` (a preset name or regex) and ``specials`` override what the
+        file says, for formats that do not carry them (tiktoken rank files).
+        """
         from ..bpe.transducer_io import is_transducer_artifact, read_transducer
-        from ..cli.common import load_model
+        from ..tokenizer import load_tokenizer, resolve_pattern
 
         if is_transducer_artifact(path):
-            model, transducer = read_transducer(path, **{k: v for k, v in kwargs.items() if k == "max_states"})
+            model, transducer = read_transducer(path, max_states=kwargs.get("max_states"))
             return cls(model, transducer=transducer, **kwargs)
-        return cls(load_model(path, pattern, specials), **kwargs)
+        model = load_tokenizer(path, pattern=resolve_pattern(pattern) if pattern else None, specials=specials)
+        return cls(model, **kwargs)
 
     # -- chunks ----------------------------------------------------------------------
 
@@ -101,7 +110,7 @@ class Tokenizer:
                 ids: tuple[int, ...] = (v >> 1,)
             elif len(codes) <= SHORT_CHUNK:
                 sym = self._byte_symbols
-                ids = tuple(self.reference.bpe([sym[ord(c)] for c in codes]))
+                ids = tuple(self.bpe_short([sym[ord(c)] for c in codes]))
             else:
                 ids = tuple(self.transducer.transduce(codes))
         else:
@@ -122,8 +131,32 @@ class Tokenizer:
         if v is not None and v >= 0:
             return [v >> 1]
         if len(codes) <= SHORT_CHUNK:
-            return self.reference.bpe(symbols)
+            return self.bpe_short(symbols)
         return self.transducer.transduce(codes)
+
+    def bpe_short(self, ids: list[int]) -> list[int]:
+        """Textbook BPE for short chunks: lowest rank first, leftmost among equals, O(n^2) in C loops.
+
+        ``pair[i]`` holds ``rank * 2**32 + result`` for the pair at ``i`` (or a
+        sentinel), so ``min`` finds the lowest rank and ``index`` its leftmost
+        occurrence, the order of the reference encoder's heap.
+        """
+        get = self._packed_merges.get
+        none = _NO_PAIR
+        pair = [get((a, b), none) for a, b in zip(ids, ids[1:])]
+        while pair:
+            best = min(pair)
+            if best == none:
+                break
+            i = pair.index(best)
+            ids[i] = best & 0xFFFFFFFF
+            del ids[i + 1]
+            del pair[i]
+            if i > 0:
+                pair[i - 1] = get((ids[i - 1], ids[i]), none)
+            if i < len(pair):
+                pair[i] = get((ids[i], ids[i + 1]), none)
+        return ids
 
     def bpe_via_transducer(self, chunk: str) -> list[int]:
         """BPE of a chunk through the transducer only (no cache, no shortcuts); for tests."""
@@ -141,14 +174,30 @@ class Tokenizer:
         """Ids of text that holds no special tokens (or whose specials are plain text)."""
         if out is None:
             out = []
+        chunks = self._findall(text)
         get = self._cache.get
-        miss = self._miss
-        extend = out.extend
-        for chunk in self._findall(text):
-            ids = get(chunk)
-            if ids is None:
-                ids = miss(chunk)
-            extend(ids)
+        found = list(map(get, chunks))
+        try:
+            i = found.index(None)
+        except ValueError:
+            pass
+        else:
+            collect = len(chunks) > 4096 and gc.isenabled()
+            if collect:  # cache misses allocate many small objects, none of them cyclic
+                gc.disable()
+            try:
+                miss = self._miss
+                while True:
+                    chunk = chunks[i]
+                    ids = get(chunk)
+                    found[i] = ids if ids is not None else miss(chunk)
+                    i = found.index(None, i + 1)
+            except ValueError:
+                pass
+            finally:
+                if collect:
+                    gc.enable()
+        out.extend(chain.from_iterable(found))
         return out
 
     def special_policy(self, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all") -> tuple[frozenset, frozenset]:

@@ -1,0 +1,224 @@
+"""Tokenization throughput of bpefst against tiktoken, HF tokenizers and bpe-openai, in one run.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_tokenize.py                      # cl100k on pydocs.txt
+    .venv/bin/python benchmarks/bench_tokenize.py --corpus fortunes --rounds 5
+    .venv/bin/python benchmarks/bench_tokenize.py --adversarial --sizes 1,10   # linear-time ratios
+
+Every engine tokenizes the same text on the same machine in the same process,
+in interleaved rounds (so a noisy neighbour hurts all of them alike); the best
+round counts.  Results are checked against tiktoken before timing.
+
+* ``bpefst cold``: a fresh :class:`~bpefst.pipeline.encoder.Tokenizer` (empty
+  chunk cache) per round; ``bpefst warm``: the same text again, cache warm;
+  ``bpefst jobs=J``: a fresh tokenizer split across J processes (pool start-up
+  included).
+* HF ``tokenizers`` loads the same tokenizer converted to ``tokenizer.json`` by
+  bpefst (for cl100k/o200k), or GPT-2's files for ``--tokenizer gpt2``.
+* ``--adversarial``: bpefst on 1 MB and 10 MB (``--sizes``) of one letter, one
+  digit, spaces, ``_``, random letters without spaces, random valid UTF-8,
+  emoji and CJK, and the CPU-time ratio 10 MB / 1 MB (linear: about 10; the
+  acceptance bound is 11).  Peers are left out there by default: tiktoken's
+  per-chunk merge loop is quadratic on a megabyte-long chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gc
+import gzip
+import lzma
+import random
+import sys
+import tempfile
+import time
+import unicodedata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT))
+
+from bpefst.pipeline.encoder import Tokenizer  # noqa: E402
+from bpefst.tokenizer import load_tokenizer, save_tokenizer  # noqa: E402
+
+TIKTOKEN_SPECIALS = {
+    "cl100k_base": {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+}
+
+
+def tokenizer_path(name: str) -> Path:
+    if name in TIKTOKEN_SPECIALS:
+        return SHARED / "tiktoken" / f"{name}.tiktoken.gz"
+    if name == "gpt2":
+        return SHARED / "gpt2" / "vocab.json"
+    return SHARED / "wikitext-bpe" / f"tokenizer_{name.removeprefix('wikitext')}.json"
+
+
+def build_tiktoken(name: str, model):
+    import tiktoken
+
+    ranks = {}
+    for line in gzip.open(tokenizer_path(name)).read().splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    return tiktoken.Encoding(name, pat_str=model.pattern, mergeable_ranks=ranks, special_tokens=TIKTOKEN_SPECIALS[name])
+
+
+def build_hf(name: str, model, workdir: str):
+    import tokenizers
+
+    if name == "gpt2":
+        data = SHARED / "gpt2"
+        tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(data / "vocab.json"), str(data / "merges.txt")))
+        tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        return tok
+    if name.startswith("wikitext"):
+        return tokenizers.Tokenizer.from_file(str(tokenizer_path(name)))
+    path = Path(workdir) / f"{name}.json"
+    save_tokenizer(model, str(path), "hf")
+    return tokenizers.Tokenizer.from_file(str(path))
+
+
+def timed(fn, clock=time.perf_counter) -> tuple[float, object]:
+    gc.collect()
+    began = clock()
+    result = fn()
+    return clock() - began, result
+
+
+def throughput(args) -> None:
+    model = load_tokenizer(tokenizer_path(args.tokenizer))
+    text = lzma.open(SHARED / "corpora" / f"{args.corpus}.txt.xz").read().decode("utf-8")
+    if args.mb:
+        text = text[: int(args.mb * 1e6)]
+    size = len(text.encode("utf-8")) / 1e6
+    engines = {}
+    reference_ids = None
+    if args.tokenizer in TIKTOKEN_SPECIALS:
+        tk = build_tiktoken(args.tokenizer, model)
+        engines["tiktoken"] = lambda: tk.encode_ordinary(text)
+        reference_ids = tk.encode_ordinary(text)
+        try:
+            import bpe_openai
+
+            from bpe_openai import _bindings
+
+            backend = _bindings.tokenizer_for_encoding(args.tokenizer)  # the Rust encoder, without the
+            engines["bpe-openai"] = lambda: backend.encode(text)  # Python wrapper's 1M-character limit
+        except Exception as exc:  # the package ships its own rank files; report if it cannot load them
+            print(f"bpe-openai unavailable: {exc}", file=sys.stderr)
+    workdir = tempfile.mkdtemp()
+    hf = build_hf(args.tokenizer, model, workdir)
+    engines["HF tokenizers"] = lambda: hf.encode(text).ids
+    if reference_ids is None:
+        reference_ids = hf.encode(text).ids
+
+    warm = Tokenizer(model)
+    engines["bpefst cold"] = None
+    engines["bpefst warm"] = lambda: warm.encode_ordinary(text)
+    engines[f"bpefst jobs={args.jobs}"] = None
+    warm.encode_ordinary(text)
+
+    for name, fn in engines.items():
+        if fn is not None and name not in ("bpefst warm",):
+            ids = fn()
+            status = "exact" if list(ids) == reference_ids else "MISMATCH"
+            print(f"check {name:<16} {status}", file=sys.stderr)
+    assert warm.encode_ordinary(text) == reference_ids, "bpefst differs from the reference engine"
+
+    best: dict[str, float] = {}
+    for r in range(args.rounds):
+        for name, fn in engines.items():
+            if name == "bpefst cold":
+                tok = Tokenizer(model)
+                seconds, ids = timed(lambda: tok.encode_ordinary(text))
+            elif name.startswith("bpefst jobs"):
+                tok = Tokenizer(model)
+                seconds, ids = timed(lambda: tok.encode(text, disallowed_special=(), jobs=args.jobs))
+                tok.close()
+                assert ids == reference_ids, "bpefst --jobs differs"
+            else:
+                seconds, _ = timed(fn)
+            best[name] = min(best.get(name, float("inf")), seconds)
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+
+    base = best.get("tiktoken")
+    hf_time = best["HF tokenizers"]
+    print(f"\n{args.tokenizer} on {args.corpus}.txt ({size:.1f} MB), best of {args.rounds} interleaved rounds")
+    print(f"{'engine':<18}{'seconds':>9}{'MB/s':>9}{'vs tiktoken':>13}{'vs HF':>9}")
+    for name, seconds in best.items():
+        ratio = f"{base / seconds:.2f}" if base else "-"
+        print(f"{name:<18}{seconds:>9.2f}{size / seconds:>9.2f}{ratio:>13}{hf_time / seconds:>9.2f}")
+
+
+def adversarial_inputs(size: int) -> dict[str, str]:
+    rng = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    assigned = [c for c in map(chr, range(0x20, 0x30000)) if unicodedata.category(c) not in ("Cn", "Cs", "Co")]
+
+    def fill(unit: str) -> str:
+        return (unit * (size // len(unit.encode()) + 1))[: size // max(1, len(unit[0].encode()))]
+
+    def random_text(alphabet) -> str:
+        out, total = [], 0
+        while total < size:
+            piece = "".join(rng.choices(alphabet, k=4096))
+            out.append(piece)
+            total += len(piece.encode())
+        return "".join(out)
+
+    return {
+        "one letter": "a" * size,
+        "one digit": "7" * size,
+        "spaces": " " * size,
+        "underscores": "_" * size,
+        "random letters": random_text(letters),
+        "random UTF-8": random_text(assigned),
+        "emoji": fill("😀"),
+        "CJK": random_text([chr(c) for c in range(0x4E00, 0xA000)]),
+    }
+
+
+def adversarial(args) -> None:
+    model = load_tokenizer(tokenizer_path(args.tokenizer))
+    sizes = [float(s) for s in args.sizes.split(",")]
+    print(f"{args.tokenizer}: bpefst CPU seconds per input size (fresh tokenizer each run, best of {args.repeat} "
+          f"where the size allows; CPU time because the machine may be shared)")
+    header = "".join(f"{s:>9g} MB" for s in sizes)
+    print(f"{'input':<16}{header}{'ratio':>9}")
+    inputs = {s: adversarial_inputs(int(s * 1_000_000)) for s in sizes}
+    for name in inputs[sizes[0]]:
+        times = []
+        for s in sizes:
+            best = float("inf")
+            for _ in range(args.repeat if s * args.repeat <= 12 else 1):
+                tok = Tokenizer(model)  # fresh caches every time
+                seconds, _ = timed(lambda: tok.encode_ordinary(inputs[s][name]), time.process_time)
+                best = min(best, seconds)
+            times.append(best)
+        cells = "".join(f"{t:>10.2f}s" for t in times)
+        print(f"{name:<16}{cells}{times[-1] / times[0]:>9.2f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokenizer", default="cl100k_base")
+    parser.add_argument("--corpus", default="pydocs", choices=["pydocs", "fortunes"])
+    parser.add_argument("--mb", type=float, default=0.0, help="Use only the first MB of the corpus (0 = all).")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--adversarial", action="store_true", help="Linear-time check on adversarial inputs instead.")
+    parser.add_argument("--sizes", default="1,10", help="Adversarial input sizes in MB.")
+    parser.add_argument("--repeat", type=int, default=3, help="Adversarial: repetitions per input (best counts).")
+    args = parser.parse_args()
+    if not SHARED.is_dir():
+        sys.exit(f"needs the shared reference data at {SHARED}")
+    adversarial(args) if args.adversarial else throughput(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The ``transducer`` artifact: a tokenizer plus the eagerly built part of its transducer.
+
+Body::
+
+    {"tokenizer": <the tokenizer body of bpefst.tokenizer.formats.native>,
+     "eager": {table name: packed int32 array, ...},   # SubsequentialTransducer.export_eager
+     "lazy": {"max_states": N},                          # cache bound for the states built on demand
+     "stats": {...}}                                     # what `compile --stats` reported
+
+The artifact is self-contained: loading rebuilds the model from the embedded
+body, checks that its fingerprint is the one in the header, rebuilds the
+transducer's tables (merge forest, token spellings) and installs the eager
+states, which stay pinned in the cache; every other state is built lazily, as
+for a tokenizer given directly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..artifact import check_header, pack_ints, read_header_and_body, unpack_ints, write_artifact
+from ..errors import ArtifactError, BpefstError
+from ..tokenizer import BPEModel
+from ..tokenizer.formats.native import from_body, to_body
+from .transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
+
+KIND = "transducer"
+SCHEMA = 1
+DEFAULT_EAGER_BUDGET = 2_000
+DEFAULT_EAGER_ARCS = 500_000  # the default budget keeps states x alphabet under this
+
+
+def compile_transducer(model: BPEModel, budget: int | None = None, max_states: int = DEFAULT_MAX_STATES,
+                       alphabet: list[str] | None = None) -> tuple[SubsequentialTransducer, dict]:
+    """Build the transducer eagerly up to ``budget`` states; returns it and its statistics.
+
+    The default budget is :data:`DEFAULT_EAGER_BUDGET` states, fewer for large
+    base alphabets (at most :data:`DEFAULT_EAGER_ARCS` arcs).
+    """
+    if len(set(model.merge_results)) != len(model.merges):
+        raise BpefstError("this tokenizer has a token produced by two different merges; the transducer needs one producer per token")
+    began = time.perf_counter()
+    transducer = SubsequentialTransducer(model, max_states=max_states)
+    setup = time.perf_counter() - began
+    if budget is None:
+        width = len(alphabet) if alphabet is not None else len(transducer.symbols)
+        budget = max(16, min(DEFAULT_EAGER_BUDGET, DEFAULT_EAGER_ARCS // max(1, width)))
+    stats = transducer.build_eager(budget, alphabet)
+    stats["setup_seconds"] = round(setup, 3)
+    stats["max_token_length"] = transducer.max_token_length
+    stats["lazy_max_states"] = transducer.max_states
+    return transducer, stats
+
+
+def write_transducer(path: str | os.PathLike, model: BPEModel, transducer: SubsequentialTransducer, stats: dict) -> None:
+    tables = transducer.export_eager()
+    body = {
+        "tokenizer": to_body(model),
+        "eager": {name: pack_ints(values, "i") for name, values in tables.items()},
+        "lazy": {"max_states": transducer.max_states},
+        "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))},
+    }
+    write_artifact(path, KIND, SCHEMA, model.fingerprint, body)
+
+
+def is_transducer_artifact(path: str | os.PathLike) -> bool:
+    """Cheap check of the first bytes: a bpefst artifact of kind transducer?"""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(96)
+    except OSError:
+        return False
+    return bool(head[:1]) and 0x80 <= head[0] <= 0x8F and b"bpefst" in head and b"transducer" in head
+
+
+def read_transducer(path: str | os.PathLike, max_states: int | None = None) -> tuple[BPEModel, SubsequentialTransducer]:
+    name = str(path)
+    document = read_header_and_body(path)
+    check_header(document, name, KIND, SCHEMA)
+    body = document["body"]
+    try:
+        model = from_body(body["tokenizer"], name)
+        if model.fingerprint != document["fingerprint"]:
+            raise ArtifactError(f"{name}: the embedded tokenizer does not match the header fingerprint "
+                                f"({model.fingerprint[:16]} vs {document['fingerprint'][:16]})")
+        lazy = body.get("lazy", {})
+        limit = max_states if max_states is not None else int(lazy.get("max_states", DEFAULT_MAX_STATES))
+        transducer = SubsequentialTransducer(model, max_states=limit)
+        tables = {k: unpack_ints(v, "i") for k, v in body["eager"].items()}
+        transducer.import_eager(tables)
+    except BpefstError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise ArtifactError(f"{name}: corrupted transducer artifact ({type(exc).__name__}: {exc})") from None
+    transducer.artifact_stats = dict(body.get("stats", {}))
+    return model, transducer
