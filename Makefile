@@ -24,7 +24,7 @@ demo: install
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst --format tokens
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst decode $(DEMO)/tokenizer.bpefst
 	$(BIN)/bpefst compile $(DEMO)/tokenizer.bpefst --kind dfa --stats --output $(DEMO)/tokenizer.dfa
-	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst encode $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
+	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst tokenize $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
 test: install
@@ -33,6 +33,7 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/bench_train.py
 	$(BIN)/python benchmarks/bench_compile.py
+	$(BIN)/python benchmarks/bench_tokenize.py
 
 clean:
 	rm -rf build $(VENV)
