@@ -221,3 +221,16 @@ def test_promote_bad_input(tmp_path, compiled, byte_tok) -> None:
     save_tokenizer(random_char_model(8), char)
     unspellable = run("promote", str(char), "--regex", "z+")
     assert unspellable.returncode == 1 and b"empty" in unspellable.stdout
+
+
+def test_promote_maxmatch_for_wordpiece() -> None:
+    data = require_shared()
+    result = run("promote", str(data / "wordpiece" / "tokenizer.json"), "--regex", "(un)?(help|do)(ful|ing)?", "--sample", "5")
+    assert result.returncode == 0, result.stderr
+    from bpefst.tokenizer.wordpiece import load_wordpiece
+
+    model = load_wordpiece(data / "wordpiece" / "tokenizer.json")
+    for line in result.stdout.splitlines():
+        sample = json.loads(line)
+        assert model.encode(sample["text"]) == sample["ids"]
+    assert_user_error(run("promote", str(data / "wordpiece" / "vocab.txt"), "--regex", "a", "--mode", "canonical"), "only --mode maxmatch")

@@ -38,6 +38,9 @@ from .trimming import trim
 
 def minimize(dfa: DFA) -> DFA:
     """The minimal trim DFA for ``dfa``'s language, canonically numbered."""
+    quotient = _acyclic_quotient(dfa)
+    if quotient is not None:
+        return canonical(quotient)
     dfa = trim(dfa)
     if not dfa.finals:
         return DFA.empty_language()
@@ -53,6 +56,69 @@ def minimize(dfa: DFA) -> DFA:
     return canonical(DFA(rows, block[dfa.start], finals, check=False))  # type: ignore[arg-type]
 
 
+def _acyclic_quotient(dfa: DFA) -> DFA | None:
+    """The quotient by language equivalence when the accessible part is acyclic, else None.
+
+    Revuz (1992), "Minimisation of acyclic deterministic automata in linear time":
+    in an acyclic DFA, states can be classified children first (depth-first
+    postorder), and two states are equivalent exactly when they agree on
+    finality and have the same arcs into the same classes.  One search from the
+    start gives the postorder and detects a cycle (an arc back into the search
+    stack), so a cyclic input costs one aborted search before Hopcroft.  States
+    with no path to a final state get class -1 (dead) and arcs into them are
+    dropped, so trimming comes for free.
+    """
+    transitions = dfa.transitions
+    color = bytearray(len(transitions))  # 0 unseen, 1 on the stack, 2 done
+    start = dfa.start
+    color[start] = 1
+    order = []
+    stack = [(start, iter(transitions[start].values()))]
+    push, pop = stack.append, stack.pop
+    while stack:
+        q, targets = stack[-1]
+        for r in targets:
+            c = color[r]
+            if not c:
+                color[r] = 1
+                push((r, iter(transitions[r].values())))
+                break
+            if c == 1:
+                return None  # a cycle: not for this method
+        else:
+            pop()
+            color[q] = 2
+            order.append(q)
+
+    finals = dfa.finals
+    klass = [-1] * len(transitions)
+    get_class = klass.__getitem__
+    signatures: dict[tuple, int] = {}
+    rows: list[dict[int, int]] = []
+    final_classes = []
+    for q in order:
+        row = transitions[q]
+        symbols = sorted(row)
+        targets = list(map(get_class, map(row.__getitem__, symbols)))
+        if -1 in targets:  # arcs into dead states go
+            symbols = [a for a, t in zip(symbols, targets) if t >= 0]
+            targets = [t for t in targets if t >= 0]
+        final = q in finals
+        if not targets and not final:
+            continue  # dead
+        signature = (final, *symbols, -1, *targets)
+        k = signatures.get(signature)
+        if k is None:
+            k = signatures[signature] = len(rows)
+            rows.append(dict(zip(symbols, targets)))
+            if final:
+                final_classes.append(k)
+        klass[q] = k
+    if klass[start] < 0:
+        return DFA.empty_language()
+    return DFA(rows, klass[start], frozenset(final_classes), check=False)
+
+
 def canonical(dfa: DFA) -> DFA:
     """Renumber accessible states breadth-first from start, symbols ascending; drop the rest.
 
@@ -63,17 +129,17 @@ def canonical(dfa: DFA) -> DFA:
     new_id[dfa.start] = 0
     order = [dfa.start]
     new_transitions = []
+    renumber = new_id.__getitem__
     for q in order:  # grows while we iterate
         row = transitions[q]
-        new_row = {}
-        for symbol in sorted(row):
-            r = row[symbol]
-            j = new_id[r]
-            if j < 0:
-                j = new_id[r] = len(order)
-                order.append(r)
-            new_row[symbol] = j
-        new_transitions.append(new_row)
+        symbols = sorted(row)
+        targets = list(map(row.__getitem__, symbols))
+        if -1 in map(renumber, targets):  # number new states in order of first appearance
+            for r in targets:
+                if new_id[r] < 0:
+                    new_id[r] = len(order)
+                    order.append(r)
+        new_transitions.append(dict(zip(symbols, map(renumber, targets))))
     finals = frozenset(new_id[q] for q in dfa.finals if new_id[q] >= 0)
     return DFA(new_transitions, 0, finals, check=False)
 

@@ -16,7 +16,9 @@ from ..automata.errors import StateLimitExceeded
 from ..automata.serialize import to_body
 from ..errors import BpefstError
 from ..promotion import MODES, promote
+from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
 from ..promotion.wordlists import read_words, words_automaton
+from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
@@ -31,8 +33,10 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--regex", "pattern_text", metavar="PATTERN", help="The pattern (whole-string match), e.g. '\\d{4}-\\d{2}-\\d{2}'.")
 @click.option("--pattern-file", type=click.Path(), help="The pattern as a bpefst automaton artifact over bytes (byte-level) or code points (character-level).")
 @click.option("--words", "words_file", type=click.Path(allow_dash=True), help="A literal list of strings, one per line.")
-@click.option("--mode", type=click.Choice(MODES), default="canonical", show_default=True,
-              help="agnostic: every tokenization of every match; canonical: only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4).")
+@click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
+              help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
+@click.option("--unk", type=click.Choice(["exclude", "token"]), default="exclude", show_default=True,
+              help="maxmatch: drop words MaxMatch maps to [UNK], or accept the single [UNK] token for them.")
 @click.option("--output", "-o", type=click.Path(), help="Where to write the token automaton.")
 @click.option("--format", "fmt", type=click.Choice(["msgpack", "json", "dot"]), default="msgpack", show_default=True)
 @click.option("--stats", is_flag=True, help="States, arcs and time per stage (on stderr).")
@@ -40,7 +44,7 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--max-states", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Give up beyond this many states.")
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
 @user_errors
-def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, output, fmt, stats, sample, max_states, tokenizer_path) -> None:
+def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states, tokenizer_path) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
     COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
@@ -50,10 +54,19 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     \b
     Example:
       bpefst promote cl100k.dfa --regex '\\d{4}-\\d{2}-\\d{2}' --stats --sample 3 -o date.msgpack
+      bpefst promote ../shared/data/wordpiece/tokenizer.json --regex '(un)?(help|do)(ful|ing)?' --sample 3
     """
     given = [x for x in (pattern_text, pattern_file, words_file) if x is not None]
     if len(given) != 1:
         raise BpefstError("give exactly one of --regex, --pattern-file, --words")
+    if is_wordpiece_file(compiled):
+        if mode not in (None, "maxmatch"):
+            raise BpefstError(f"{compiled} is a WordPiece vocabulary: only --mode maxmatch applies")
+        _promote_wordpiece(compiled, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states)
+        return
+    if mode == "maxmatch":
+        raise BpefstError("--mode maxmatch needs a WordPiece vocabulary (vocab.txt or a WordPiece tokenizer.json)")
+    mode = mode or "canonical"
     started = time.perf_counter()
     model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
     loaded = time.perf_counter()
@@ -86,6 +99,41 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
             if seq is None:
                 break
             click.echo(json.dumps({"ids": list(seq), "text": encoder.decode(list(seq))}, ensure_ascii=False))
+
+
+def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states) -> None:
+    """``--mode maxmatch``: MaxMatch (WordPiece) promotion of a pattern matching single words."""
+    started = time.perf_counter()
+    model = load_wordpiece(path)
+    alphabet = wordpiece_alphabet(model)
+    try:
+        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states)
+        timings: dict[str, float] = {"load+pattern": time.perf_counter() - started}
+        dfa = promote_maxmatch(base, model, unk=unk, max_states=max_states, timings=timings)
+    except StateLimitExceeded:
+        raise BpefstError(f"the automaton needs more than --max-states {max_states:,} states") from None
+    if stats:
+        click.echo(f"pattern:   {base.num_states:,} states, {base.num_arcs:,} arcs", err=True)
+        click.echo(f"promoted:  {dfa.num_states:,} states, {dfa.num_arcs:,} arcs (maxmatch)", err=True)
+        click.echo("time:      " + ", ".join(f"{k} {v:.3f}s" for k, v in timings.items()), err=True)
+    if dfa.is_empty():
+        click.echo("the promoted language is empty: no token sequence spells a match")
+        sys.exit(1)
+    if output:
+        if fmt == "dot":
+            atomic_write_bytes(output, to_dot(dfa, label=model.token_text).encode("utf-8"))
+        elif fmt == "json":
+            document = {"mode": "maxmatch", "tokenizer": model.fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),
+                        "arcs": [[q, t, r] for q, row in enumerate(dfa.transitions) for t, r in sorted(row.items())]}
+            atomic_write_bytes(output, json.dumps(document).encode())
+        else:
+            write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, model.fingerprint, {"mode": "maxmatch", "automaton": to_body(dfa)})
+    rng = random.Random(0)
+    for _ in range(sample):
+        seq = random_accepted(dfa, rng, 64)
+        if seq is None:
+            break
+        click.echo(json.dumps({"ids": list(seq), "text": model.decode(list(seq))}, ensure_ascii=False))
 
 
 def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states):

@@ -12,7 +12,7 @@ the trie prunes a whole family of tokens as soon as their common prefix leaves
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..automata import DFA, minimize, trim
 from ..tokenizer import BPEModel
@@ -24,6 +24,22 @@ class SpellingTrie:
 
     children: list[dict[int, int]]
     tokens: list[list[int]]
+    _steps: list[dict[int, tuple[int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def steps(self) -> list[dict[int, tuple[int, int]]]:
+        """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
+
+        One lookup per symbol tells the walk both what the step spells and whether
+        to go on.  A node where several tokens end (tokens with equal spellings)
+        gets the token ``-2 - node``, which the walk expands from ``tokens``.
+        """
+        if self._steps is None:
+            children, ends = self.children, self.tokens
+            self._steps = [
+                {s: (ends[c][0] if len(ends[c]) == 1 else -1 if not ends[c] else -2 - c, c if children[c] else 0) for s, c in kids.items()}
+                for kids in children
+            ]
+        return self._steps
 
     @classmethod
     def from_model(cls, model: BPEModel, tokens=None) -> "SpellingTrie":
@@ -46,27 +62,50 @@ class SpellingTrie:
 
 def token_arcs(pattern: DFA, trie: SpellingTrie, state: int) -> dict[int, int]:
     """``token -> target`` for every token the pattern can read from ``state``."""
-    arcs: dict[int, int] = {}
-    children, ends, transitions = trie.children, trie.tokens, pattern.transitions
-    stack = [(0, state)]
-    while stack:
-        node, q = stack.pop()
-        row = transitions[q]
-        kids = children[node]
-        # iterate over the smaller side: most trie nodes have few children, some states few arcs
-        pairs = ((s, row[s], n) for s, n in kids.items() if s in row) if len(kids) <= len(row) else ((s, t, kids[s]) for s, t in row.items() if s in kids)
-        for _, target, child in pairs:
-            for token in ends[child]:
-                arcs[token] = target
-            if children[child]:
-                stack.append((child, target))
-    return arcs
+    return _walk(pattern.transitions, trie.steps(), state, trie.tokens)
 
 
 def promote_agnostic(pattern: DFA, model: BPEModel, trie: SpellingTrie | None = None, minimal: bool = True) -> DFA:
     """The automaton over token ids accepting every tokenization of every match of ``pattern``."""
     trie = trie or SpellingTrie.from_model(model)
     pattern = trim(pattern)
-    rows = [token_arcs(pattern, trie, q) for q in range(pattern.num_states)]
+    transitions, steps = pattern.transitions, trie.steps()
+    rows = [_walk(transitions, steps, q, trie.tokens) for q in range(len(transitions))]
     promoted = DFA(rows, pattern.start, pattern.finals, check=False)
-    return minimize(trim(promoted)) if minimal else trim(promoted)
+    return minimize(promoted) if minimal else trim(promoted)
+
+
+def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, int]]], state: int, ends: list[list[int]]) -> dict[int, int]:
+    """Walk the trie against the pattern from ``state`` (depth first); collect ``token -> target``."""
+    arcs: dict[int, int] = {}
+    stack = [(0, state)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, q = pop()
+        row = transitions[q]
+        kids = steps[node]
+        # iterate over the smaller side: most trie nodes have few children, some states few arcs
+        if len(kids) <= len(row):
+            get = row.get
+            for symbol, (token, child) in kids.items():
+                target = get(symbol)
+                if target is not None:
+                    if token >= 0:
+                        arcs[token] = target
+                    elif token < -1:
+                        arcs.update(dict.fromkeys(ends[-2 - token], target))
+                    if child:
+                        push((child, target))
+        else:
+            get = kids.get
+            for symbol, target in row.items():
+                step = get(symbol)
+                if step is not None:
+                    token, child = step
+                    if token >= 0:
+                        arcs[token] = target
+                    elif token < -1:
+                        arcs.update(dict.fromkeys(ends[-2 - token], target))
+                    if child:
+                        push((child, target))
+    return arcs

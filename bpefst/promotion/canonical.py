@@ -9,48 +9,186 @@ A product state is a lattice state ``q`` plus what A_BPE remembers, which by
 banned set that ``q`` can still read matters, so the product is keyed by
 ``(q, BANNED(last) ∩ out(q))``: pairs with the same future share a state before
 minimization starts, which keeps the product close to minimal.
+
+Two observations keep the per-arc work in C (dict/zip/map over whole rows):
+
+* the product state an arc ``q -t-> r`` leads to is ``(r, BANNED(t) ∩ out(r))``
+  whatever product state it leaves from, so the successors of all of ``q``'s
+  arcs are computed once per lattice state and shared by every product state
+  over ``q``; and they only depend on ``(r, class of t)`` (explicit encoding:
+  tokens with equal banned sets share a class), which is memoized;
+* a product state ``(q, B)`` has the arcs of ``q`` minus the few tokens of
+  ``B`` (a handful on average), so its row is a copy of the shared row with
+  those deleted.
+
+Successor states are numbered when first named by some arc; the ones never
+reached through an allowed arc stay empty and unreachable, and the final
+trim/minimize drops them (the state limit counts reached states only).
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 from ..automata import DFA, minimize, trim
 from ..automata.errors import StateLimitExceeded
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
 
 
+_HASHED_MASK_BITS = 8192
+
+
 def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states: int | None = None, minimal: bool = True) -> DFA:
     """``lattice ∩ A_BPE`` over token ids (lazy product, reachable pairs only)."""
     transitions = lattice.transitions
     reachable = automaton.reachable
-    out_mask = [_mask(t for t in row if reachable[t]) for row in transitions]
-    banned_within = _banned_within(automaton, transitions, out_mask)
-    index: dict[tuple[int, int], int] = {(lattice.start, 0): 0}
-    queue = deque([(lattice.start, 0)])
-    rows: list[dict[int, int]] = [{}]
-    finals = []
-    while queue:
-        q, banned = queue.popleft()
-        source = index[(q, banned)]
-        if q in lattice.finals:
-            finals.append(source)
-        row = rows[source]
-        for t, target in transitions[q].items():
-            if not reachable[t] or banned >> t & 1:
-                continue
-            key = (target, banned_within(t, target))
-            state = index.get(key)
+    # tokens A_BPE never reads (unreachable ones) are dropped from the lattice rows up front
+    symbols: set[int] = set()
+    for row in transitions:
+        symbols.update(row)
+    unreachable = {t for t in symbols if not reachable[t]}
+    if unreachable:
+        transitions = [{t: r for t, r in row.items() if t not in unreachable} if unreachable.intersection(row) else row
+                       for row in transitions]
+    out_masks: list[int | None] = [None] * len(transitions)
+
+    if isinstance(automaton, ExplicitCanonical):
+        token_class, class_banned = automaton.token_class, automaton.class_banned
+
+        def banned_within(c: int, r: int) -> int:  # c: a token class
+            mask = out_masks[r]
+            if mask is None:
+                mask = out_masks[r] = _mask(transitions[r])
+            return class_banned[c] & mask
+    else:
+        token_class, class_banned = list(range(len(reachable))), None  # every token is its own class
+        allowed = automaton.allowed
+
+        def banned_within(c: int, r: int) -> int:  # c: a token
+            return _mask(v for v in transitions[r] if not allowed(c, v))
+
+    # Product states by lattice state, then by banned bitset.  For large vocabularies
+    # the bitsets are long ints whose hash costs microseconds (about 4 us at 32k
+    # bits), so there a nonzero one is compared (sizes first, cheap) against the
+    # few known for its lattice state instead of being hashed.
+    plain: dict[int, int] = {}  # lattice state -> product state with nothing banned
+    hash_masks = len(reachable) <= _HASHED_MASK_BITS
+    index: dict[tuple[int, int], int] = {}  # (lattice state, nonzero bitset) -> product state
+    banned_by: dict[int, tuple[list[int], list[int]]] = {}  # lattice state -> (bitsets, product states)
+    state_q: list[int] = []  # product state -> lattice state
+    state_banned: list[tuple[int, ...]] = []  # product state -> the tokens of its lattice state it may not read
+    arc_state: dict[tuple[int, int], int] = {}  # (lattice target, token class) -> product state
+
+    def product_state(q: int, banned: int) -> int:
+        if not banned:
+            state = plain.get(q)
             if state is None:
-                state = len(rows)
-                if max_states is not None and state >= max_states:
-                    raise StateLimitExceeded(f"canonical promotion exceeds --max-states {max_states:,}")
-                index[key] = state
-                rows.append({})
-                queue.append(key)
-            row[t] = state
-    product = DFA(rows, 0, frozenset(finals), check=False)
-    return minimize(trim(product)) if minimal else trim(product)
+                state = plain[q] = len(state_q)
+                state_q.append(q)
+                state_banned.append(())
+            return state
+        if hash_masks:
+            state = index.get((q, banned))
+            if state is not None:
+                return state
+            state = index[(q, banned)] = len(state_q)
+        else:
+            known = banned_by.get(q)
+            if known is None:
+                known = banned_by[q] = ([], [])
+            masks, states = known
+            for i, mask in enumerate(masks):
+                if mask == banned:
+                    return states[i]
+            state = len(state_q)
+            masks.append(banned)
+            states.append(state)
+        state_q.append(q)
+        tokens = []
+        while banned:  # a handful of bits
+            t = banned.bit_length() - 1
+            tokens.append(t)
+            banned ^= 1 << t
+        state_banned.append(tuple(tokens))
+        return state
+
+    # The product state an arc q -t-> r leads to is (r, BANNED(t) ∩ out(r)) whichever
+    # product state it leaves from, so each lattice state's arcs are resolved once
+    # (``resolved[q]``) and every product state over q copies that row, minus the
+    # few tokens it bans.  Arcs banned at the first visit wait in ``pending[q]``, so
+    # no product state is created that no allowed arc reaches.
+    resolved: list[dict[int, int] | None] = [None] * len(transitions)
+    pending: list[set[int] | None] = [None] * len(transitions)
+
+    def resolve(q: int, skip) -> None:
+        """Resolve the arcs of ``q`` whose token is not in ``skip`` (a container)."""
+        done = resolved[q]
+        get = arc_state.get
+        for t, target in transitions[q].items():
+            if t in skip:
+                continue
+            c = token_class[t]
+            state = get((target, c))
+            if state is None:
+                if class_banned is None:
+                    banned = banned_within(c, target)
+                else:  # explicit encoding, inline
+                    banned = out_masks[target]
+                    if banned is None:
+                        banned = out_masks[target] = _mask(transitions[target])
+                    banned &= class_banned[c]
+                if banned:
+                    state = product_state(target, banned)
+                else:
+                    state = plain.get(target)
+                    if state is None:
+                        state = product_state(target, 0)
+                arc_state[(target, c)] = state
+            done[t] = state
+
+    def resolve_some(q: int, tokens) -> None:
+        done = resolved[q]
+        row = transitions[q]
+        for t in tokens:
+            target = row[t]
+            c = token_class[t]
+            state = arc_state.get((target, c))
+            if state is None:
+                state = arc_state[(target, c)] = product_state(target, banned_within(c, target))
+            done[t] = state
+
+    start = product_state(lattice.start, 0)
+    rows: list[dict[int, int]] = []
+    finals = []
+    lattice_finals = lattice.finals
+    source = 0
+    while source < len(state_q):  # breadth first; grows while we iterate
+        q = state_q[source]
+        if q in lattice_finals:
+            finals.append(source)
+        banned = state_banned[source]
+        done = resolved[q]
+        if done is None:
+            done = resolved[q] = {}
+            if banned:
+                waiting = pending[q] = set(banned)
+                resolve(q, waiting)
+            else:
+                resolve(q, ())
+        else:
+            waiting = pending[q]
+            if waiting:
+                now = waiting.difference(banned)
+                if now:
+                    resolve_some(q, now)
+                    waiting -= now
+        row = dict(done)
+        for t in banned:
+            row.pop(t, None)
+        rows.append(row)
+        source += 1
+        if max_states is not None and len(state_q) > max_states:
+            raise StateLimitExceeded("canonical promotion", max_states)
+    product = DFA(rows, start, frozenset(finals), check=False)
+    return minimize(product) if minimal else trim(product)
 
 
 def _mask(tokens) -> int:
@@ -58,28 +196,3 @@ def _mask(tokens) -> int:
     for t in tokens:
         mask |= 1 << t
     return mask
-
-
-def _banned_within(automaton: CanonicalAutomaton, transitions: list[dict[int, int]], out_mask: list[int]):
-    """``(token, q) -> BANNED(token) ∩ out(q)`` as a bitset, memoized."""
-    memo: dict[tuple[int, int], int] = {}
-    if isinstance(automaton, ExplicitCanonical):
-        token_class, class_banned = automaton.token_class, automaton.class_banned
-
-        def banned_within(t: int, q: int) -> int:
-            key = (token_class[t], q)
-            value = memo.get(key)
-            if value is None:
-                value = memo[key] = class_banned[key[0]] & out_mask[q]
-            return value
-    else:
-        allowed = automaton.allowed
-
-        def banned_within(t: int, q: int) -> int:
-            key = (t, q)
-            value = memo.get(key)
-            if value is None:
-                value = memo[key] = _mask(v for v in transitions[q] if automaton.reachable[v] and not allowed(t, v))
-            return value
-
-    return banned_within

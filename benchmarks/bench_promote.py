@@ -1,0 +1,191 @@
+"""Benchmark: pattern promotion (issue 6), with the peers measured in the same run.
+
+Usage: .venv/bin/python benchmarks/bench_promote.py [--table1] [--outlines] [--repeat N]
+(no flag: both tables)
+
+* ``--table1``: Table 1 of seed 000.  The input automaton is ``table1_automaton``
+  (strings within one edit of the 100 words of ``table1_words.txt``; 2,381
+  states and 46,202 arcs with the 4k tokenizer) promoted with the four WikiText
+  tokenizers by Eq. 4 (``canonical-direct``: Algorithm 2 merge by merge) and by
+  Eq. 5 (``canonical``: agnostic lattice ∩ a precomputed explicit A_BPE, with a
+  precomputed spelling trie), best of N, beside the paper's times.  The two
+  results must be equal languages (``bpefst.automata.equivalent``).
+* ``--outlines``: tokenization-agnostic promotion against outlines-core's
+  ``Index`` (built in Rust) on eight patterns, for GPT-2 and cl100k.
+  outlines-core gets a ``Vocabulary(eos_id, {token bytes: [ids]})`` of the same
+  ordinary tokens (raw bytes, so tokens that are not valid UTF-8 are kept; the
+  GPT-2 byte-to-unicode spelling is undone by the tokenizer reader).  Its index
+  adds one EOS self-loop per final state; those are subtracted from its
+  transition count.  It walks the regex crate's (unminimized) DFA while we walk
+  the minimal pattern DFA, so state counts may differ; the languages are
+  checked equal after converting its index to a DFA and minimizing both.
+  Our canonical promotion (Eq. 5, A_BPE prebuilt once per vocabulary) is timed
+  beside it, with the transitions canonicality removed (minimal agnostic DFA vs
+  minimal canonical DFA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT))
+
+from bpefst.automata import DFA, StateLimitExceeded, equivalent, minimize  # noqa: E402
+from bpefst.bpe import MergeForest, build_canonical  # noqa: E402
+from bpefst.promotion import SpellingTrie, promote, promote_agnostic  # noqa: E402
+from bpefst.promotion.edit_distance import table1_automaton  # noqa: E402
+from bpefst.promotion.wordlists import read_words  # noqa: E402
+from bpefst.regex import alphabet_for, compile_regex  # noqa: E402
+from bpefst.tokenizer import load_tokenizer  # noqa: E402
+
+# Table 1 of seed 000: vocabulary -> (Eq. 4 seconds, Eq. 5 seconds)
+TABLE1 = {4000: (16.09, 0.19), 8000: (43.39, 0.24), 16000: (103.37, 0.38), 32000: (228.57, 0.45)}
+
+CANONICAL_MAX_STATES = 500  # the canonical product is abandoned (and reported) beyond this
+
+PATTERNS = {
+    "date": r"(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])",
+    "number": r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+    "time": r"([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?",
+    "email": r"[a-z0-9._]{1,12}@[a-z]{1,8}\.(com|org|net)",
+    "json": r'\{"name": "[A-Za-z ]{1,10}", "age": [0-9]{1,3}\}',
+    "weekday": r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)",
+    "greek": r"[α-ω]{1,4}",
+    "cyrillic": r"[А-Яа-я]{2,5}( [А-Яа-я]{2,5})?",
+}
+
+
+def best_of(n: int, fn):
+    """(best wall time, last result) over ``n`` runs."""
+    best, result = float("inf"), None
+    for _ in range(n):
+        started = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def bench_table1(repeat: int) -> None:
+    words = read_words(open(DATA / "wikitext-bpe" / "table1_words.txt", encoding="utf-8"))
+    print("Table 1 of seed 000: promoting the edit-distance-one automaton (best of", repeat, "runs; A_BPE and trie prebuilt)")
+    header = (f"{'vocab':>6} {'input':>14} {'A_BPE':>6} {'Eq.5':>7} {'paper':>6} {'ratio':>6} {'lattice':>8} {'product':>8} "
+              f"{'Eq.4':>7} {'paper':>7} {'speedup':>8} {'result':>14} {'equal':>5}")
+    print(header)
+    for size, (paper4, paper5) in TABLE1.items():
+        model = load_tokenizer(DATA / "wikitext-bpe" / f"tokenizer_{size}.json")
+        pattern = table1_automaton(model, words)
+        started = time.perf_counter()
+        automaton = build_canonical(MergeForest.from_model(model), "explicit")
+        trie = SpellingTrie.from_model(model)
+        trie.steps()
+        prebuild = time.perf_counter() - started
+        t5, p5 = best_of(repeat, lambda: promote(pattern, model, "canonical", automaton=automaton, trie=trie))
+        t4, p4 = best_of(max(1, repeat // 2), lambda: promote(pattern, model, "canonical-direct"))
+        same = equivalent(p5.dfa, p4.dfa).equal
+        print(f"{size:>6} {pattern.num_states:>5,}/{pattern.num_arcs:>7,} {prebuild:>5.2f}s {t5:>6.3f}s {paper5:>5.2f}s {t5 / paper5:>5.2f}x "
+              f"{p5.timings['lattice']:>7.3f}s {p5.timings['intersect']:>7.3f}s {t4:>6.2f}s {paper4:>6.2f}s {paper4 / t4:>7.1f}x "
+              f"{p5.dfa.num_states:>5,}/{p5.dfa.num_arcs:>7,} {str(same):>5}")
+    print("ratio = our Eq. 5 / paper's Eq. 5 (goal <= 1); speedup = paper's Eq. 4 / our Eq. 4 (goal >= 10);"
+          " lattice/product = stage times of the last Eq. 5 run.\n")
+
+
+def outlines_vocabulary(model):
+    from outlines_core import Vocabulary
+
+    mapping: dict[bytes, list[int]] = {}
+    for token_id, token in model.vocab.items():
+        mapping.setdefault(model.token_bytes(token_id), []).append(token_id)
+    eos = next((i for s, i in model.specials.items() if "endoftext" in s), model.max_id + 1)
+    return Vocabulary(eos, mapping), eos
+
+
+def outlines_dfa(index, eos: int) -> DFA:
+    """outlines-core's index as a DFA over token ids (its EOS self-loops dropped)."""
+    transitions = index.get_transitions()
+    states = {index.get_initial_state(), *transitions, *index.get_final_states()}
+    for row in transitions.values():
+        states.update(row.values())
+    number = {s: i for i, s in enumerate(sorted(states))}
+    rows = [{} for _ in number]
+    for s, row in transitions.items():
+        rows[number[s]] = {t: number[r] for t, r in row.items() if t != eos}
+    return DFA(rows, number[index.get_initial_state()], frozenset(number[s] for s in index.get_final_states()))
+
+
+def bench_outlines(repeat: int) -> None:
+    import importlib.metadata
+
+    from outlines_core import Index
+
+    version = importlib.metadata.version("outlines_core")
+    print(f"Agnostic promotion vs outlines-core {version} Index (best of {repeat}; same process; vocabulary/trie/A_BPE prebuilt once)")
+    for name, source in (("gpt2", "gpt2/vocab.json"), ("cl100k", "tiktoken/cl100k_base.tiktoken.gz")):
+        model = load_tokenizer(DATA / source)
+        alphabet = alphabet_for(model)
+        started = time.perf_counter()
+        vocabulary, eos = outlines_vocabulary(model)
+        t_vocab = time.perf_counter() - started
+        started = time.perf_counter()
+        trie = SpellingTrie.from_model(model)
+        trie.steps()
+        t_trie = time.perf_counter() - started
+        started = time.perf_counter()
+        automaton = build_canonical(MergeForest.from_model(model), "auto")
+        t_abpe = time.perf_counter() - started
+        print(f"\n{name}: {len(model.vocab):,} tokens; outlines Vocabulary {t_vocab:.2f}s, our spelling trie {t_trie:.2f}s, "
+              f"A_BPE ({automaton.encoding}) {t_abpe:.2f}s")
+        print(f"{'pattern':>9} {'outlines':>9} {'states/arcs':>14} {'agnostic':>9} {'states/arcs':>14} {'ratio':>6} {'same':>5} "
+              f"{'canonical':>10} {'ratio':>6} {'min agn arcs':>12} {'min can arcs':>12} {'removed':>8}")
+        totals = [0.0, 0.0, 0.0]
+        for label, regex in PATTERNS.items():
+            pattern = compile_regex(regex, alphabet)
+            t_out, index = best_of(repeat, lambda: Index(regex, vocabulary))
+            theirs = outlines_dfa(index, eos)
+            t_agn, lattice = best_of(repeat, lambda: promote_agnostic(pattern, model, trie, minimal=False))
+            agnostic_min = minimize(lattice)
+            same = minimize(theirs) == agnostic_min
+            totals[0] += t_out
+            totals[1] += t_agn
+            line = (f"{label:>9} {t_out * 1e3:>7.1f}ms {theirs.num_states:>5,}/{theirs.num_arcs:>8,} {t_agn * 1e3:>7.1f}ms "
+                    f"{lattice.num_states:>5,}/{lattice.num_arcs:>8,} {t_agn / t_out:>5.2f}x {str(same):>5} ")
+            started = time.perf_counter()
+            try:
+                t_can, canonical = best_of(repeat, lambda: promote(pattern, model, "canonical", automaton=automaton, trie=trie,
+                                                                   max_states=CANONICAL_MAX_STATES).dfa)
+            except StateLimitExceeded:
+                spent = time.perf_counter() - started
+                print(line + f"{'>' + format(spent, '.1f') + 's':>10} {'-':>6} {agnostic_min.num_arcs:>12,} "
+                      f"{'> ' + format(CANONICAL_MAX_STATES, ',') + ' states':>12}")
+                totals[2] = float("nan")
+                continue
+            totals[2] += t_can
+            removed = agnostic_min.num_arcs - canonical.num_arcs
+            print(line + f"{t_can * 1e3:>8.1f}ms {t_can / t_out:>5.2f}x {agnostic_min.num_arcs:>12,} {canonical.num_arcs:>12,} "
+                  f"{removed / max(agnostic_min.num_arcs, 1):>7.1%}")
+        print(f"{'total':>9} {totals[0] * 1e3:>7.1f}ms {'':>14} {totals[1] * 1e3:>7.1f}ms {'':>14} {totals[1] / totals[0]:>5.2f}x {'':>5} "
+              f"{totals[2] * 1e3:>8.1f}ms {totals[2] / totals[0]:>5.2f}x")
+    print("\nratio = ours / outlines-core (goals: agnostic <= 2x, canonical <= 4x).  arcs exclude outlines' EOS self-loops;"
+          " 'same' = equal languages after minimization; 'removed' = share of the minimal agnostic DFA's arcs that"
+          " canonicality removes (negative: the canonical DFA is larger).")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table1", action="store_true", help="Table 1 of seed 000 (Eq. 4 vs Eq. 5)")
+    parser.add_argument("--outlines", action="store_true", help="agnostic/canonical promotion vs outlines-core")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (best is reported)")
+    args = parser.parse_args()
+    both = not (args.table1 or args.outlines)
+    if args.table1 or both:
+        bench_table1(args.repeat)
+    if args.outlines or both:
+        bench_outlines(args.repeat)
+
+
+if __name__ == "__main__":
+    main()

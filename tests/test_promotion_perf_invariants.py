@@ -1,0 +1,92 @@
+"""The fast paths of promotion and minimization agree with their plain counterparts.
+
+* ``minimize`` takes a linear-time route (Revuz) for acyclic inputs and Hopcroft
+  otherwise: both must give the same canonical DFA;
+* ``intersect_canonical`` (shared rows per lattice state, lazily resolved arcs)
+  must give the same minimal DFA as the textbook product with A_BPE;
+* the one-pass lattice walk must give ``token_arcs`` for every state.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpefst.automata import DFA, minimize, trim
+from bpefst.automata.minimization import _coarsest_stable_partition, canonical
+from bpefst.bpe import MergeForest, build_canonical
+from bpefst.promotion import SpellingTrie, intersect_canonical, promote_agnostic
+from bpefst.promotion.agnostic import token_arcs
+from bpefst.regex import alphabet_for, compile_regex
+from bpefst.tokenizer import PRESETS
+from small_models import random_byte_model
+
+
+def hopcroft(dfa: DFA) -> DFA:
+    """Minimization by Hopcroft refinement only (the cyclic route), for comparison."""
+    dfa = trim(dfa)
+    if not dfa.finals:
+        return DFA.empty_language()
+    block = _coarsest_stable_partition(dfa.transitions, dfa.finals)
+    rows: list = [None] * (max(block) + 1)
+    for q, row in enumerate(dfa.transitions):
+        if rows[block[q]] is None:
+            rows[block[q]] = {a: block[r] for a, r in row.items()}
+    return canonical(DFA(rows, block[dfa.start], frozenset(block[q] for q in dfa.finals), check=False))
+
+
+@st.composite
+def dfas(draw, acyclic: bool):
+    n = draw(st.integers(1, 12))
+    rows = []
+    for q in range(n):
+        targets = range(q + 1, n) if acyclic else range(n)
+        row = {}
+        if targets:
+            for a in draw(st.lists(st.integers(0, 3), max_size=4, unique=True)):
+                row[a] = draw(st.sampled_from(list(targets)))
+        rows.append(row)
+    finals = draw(st.sets(st.integers(0, n - 1)))
+    return DFA(rows, 0, finals)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dfas(acyclic=True))
+def test_acyclic_minimization_matches_hopcroft(dfa: DFA) -> None:
+    assert minimize(dfa) == hopcroft(dfa)
+
+
+@settings(max_examples=200, deadline=None)
+@given(dfas(acyclic=False))
+def test_cyclic_minimization_matches_hopcroft(dfa: DFA) -> None:
+    assert minimize(dfa) == hopcroft(dfa)
+
+
+def plain_product(lattice: DFA, automaton) -> DFA:
+    """Textbook lazy product of the lattice with A_BPE, states (lattice state, last token)."""
+    index = {(lattice.start, -1): 0}
+    pairs = [(lattice.start, -1)]
+    rows = []
+    for q, last in pairs:
+        row = {}
+        for t, r in lattice.transitions[q].items():
+            if automaton.allowed(last, t):
+                row[t] = index.setdefault((r, t), len(pairs))
+                if row[t] == len(pairs):
+                    pairs.append((r, t))
+        rows.append(row)
+    finals = frozenset(i for i, (q, _) in enumerate(pairs) if q in lattice.finals)
+    return minimize(DFA(rows, 0, finals, check=False))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([r"(ab|a|b1)*x?", r"[ab1-]{1,5}", r'"(a|b)*"', r"a+b*1?", r"-?1(ab)*"]),
+       st.sampled_from(["explicit", "implicit"]))
+def test_product_matches_plain_product(seed: int, pattern: str, encoding: str) -> None:
+    model = random_byte_model(seed, alphabet=b'ab1-x"', num_merges=20, pattern=PRESETS["gpt2"])
+    automaton = build_canonical(MergeForest.from_model(model), encoding)
+    trie = SpellingTrie.from_model(model)
+    dfa = compile_regex(pattern, alphabet_for(model))
+    lattice = promote_agnostic(dfa, model, trie, minimal=False)
+    assert intersect_canonical(lattice, automaton) == plain_product(lattice, automaton)
+    assert all(lattice.transitions[q] == token_arcs(trim(dfa), trie, q) for q in range(lattice.num_states))
