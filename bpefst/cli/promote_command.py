@@ -80,25 +80,9 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
         result = promote(base, model, mode, automaton, max_states=max_states)
     except StateLimitExceeded:
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
-    dfa = result.dfa
-    if stats:
-        timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
-        click.echo(f"pattern:   {base.num_states:,} states, {base.num_arcs:,} arcs", err=True)
-        click.echo(f"promoted:  {dfa.num_states:,} states, {dfa.num_arcs:,} arcs ({mode})", err=True)
-        click.echo("time:      " + ", ".join(f"{k} {v:.3f}s" for k, v in timings.items()), err=True)
-    if dfa.is_empty():
-        click.echo("the promoted language is empty: no token sequence spells a match")
-        sys.exit(1)
-    if output:
-        _write(dfa, model, output, fmt, mode)
-    if sample:
-        encoder = ReferenceEncoder(model)
-        rng = random.Random(0)
-        for _ in range(sample):
-            seq = random_accepted(dfa, rng, 64)
-            if seq is None:
-                break
-            click.echo(json.dumps({"ids": list(seq), "text": encoder.decode(list(seq))}, ensure_ascii=False))
+    timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
+    encoder = ReferenceEncoder(model)
+    _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
 
 
 def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states) -> None:
@@ -112,28 +96,26 @@ def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output
         dfa = promote_maxmatch(base, model, unk=unk, max_states=max_states, timings=timings)
     except StateLimitExceeded:
         raise BpefstError(f"the automaton needs more than --max-states {max_states:,} states") from None
+    _finish(base, dfa, "maxmatch", timings, model.fingerprint, model.decode, output, fmt, stats, sample)
+
+
+def _finish(base, dfa, mode: str, timings: dict, fingerprint: str, decode, output, fmt: str, stats: bool, sample: int) -> None:
+    """Report, reject an empty language (exit 1), write the result, print samples."""
     if stats:
         click.echo(f"pattern:   {base.num_states:,} states, {base.num_arcs:,} arcs", err=True)
-        click.echo(f"promoted:  {dfa.num_states:,} states, {dfa.num_arcs:,} arcs (maxmatch)", err=True)
+        click.echo(f"promoted:  {dfa.num_states:,} states, {dfa.num_arcs:,} arcs ({mode})", err=True)
         click.echo("time:      " + ", ".join(f"{k} {v:.3f}s" for k, v in timings.items()), err=True)
     if dfa.is_empty():
         click.echo("the promoted language is empty: no token sequence spells a match")
         sys.exit(1)
     if output:
-        if fmt == "dot":
-            atomic_write_bytes(output, to_dot(dfa, label=model.token_text).encode("utf-8"))
-        elif fmt == "json":
-            document = {"mode": "maxmatch", "tokenizer": model.fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),
-                        "arcs": [[q, t, r] for q, row in enumerate(dfa.transitions) for t, r in sorted(row.items())]}
-            atomic_write_bytes(output, json.dumps(document).encode())
-        else:
-            write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, model.fingerprint, {"mode": "maxmatch", "automaton": to_body(dfa)})
+        _write(dfa, fingerprint, decode, output, fmt, mode)
     rng = random.Random(0)
     for _ in range(sample):
         seq = random_accepted(dfa, rng, 64)
         if seq is None:
             break
-        click.echo(json.dumps({"ids": list(seq), "text": model.decode(list(seq))}, ensure_ascii=False))
+        click.echo(json.dumps({"ids": list(seq), "text": decode(list(seq))}, ensure_ascii=False))
 
 
 def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states):
@@ -149,15 +131,14 @@ def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_sta
     return alphabet.finish(load_automaton(pattern_file))
 
 
-def _write(dfa, model, output: str, fmt: str, mode: str) -> None:
+def _write(dfa, fingerprint: str, decode, output: str, fmt: str, mode: str) -> None:
     if fmt == "msgpack":
-        write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, model.fingerprint, {"mode": mode, "automaton": to_body(dfa)})
+        write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, fingerprint, {"mode": mode, "automaton": to_body(dfa)})
     elif fmt == "json":
         document = {
-            "mode": mode, "tokenizer": model.fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),
+            "mode": mode, "tokenizer": fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),
             "arcs": [[q, t, r] for q, row in enumerate(dfa.transitions) for t, r in sorted(row.items())],
         }
         atomic_write_bytes(output, json.dumps(document).encode())
     else:
-        encoder = ReferenceEncoder(model)
-        atomic_write_bytes(output, to_dot(dfa, label=lambda t: encoder.decode([t])).encode("utf-8"))
+        atomic_write_bytes(output, to_dot(dfa, label=lambda t: decode([t])).encode("utf-8"))
