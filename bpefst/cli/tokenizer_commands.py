@@ -9,6 +9,7 @@ import click
 
 from ..artifact import peek_kind, read_header_and_body
 from ..errors import BpefstError
+from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
 from .common import load_model, read_input, tokenizer_options, user_errors
 
@@ -26,6 +27,8 @@ def info(tokenizer: str, pattern: str | None, specials: tuple[str, ...], as_json
       bpefst info ../shared/data/gpt2/vocab.json
     """
     summary = _artifact_summary(tokenizer)
+    if summary is None and is_wordpiece_file(tokenizer):
+        summary = load_wordpiece(tokenizer).summary()
     if summary is None:
         summary = load_model(tokenizer, pattern, specials).summary()
     if as_json:
@@ -43,7 +46,15 @@ def _artifact_summary(path: str) -> dict | None:
     if kind is None or kind == "tokenizer":
         return None
     document = read_header_and_body(path)
-    return {"kind": kind, "schema": document["schema"], "fingerprint": document["fingerprint"]}
+    body = document["body"]
+    facts = {"kind": kind, "schema": document["schema"], "fingerprint": document["fingerprint"]}
+    for key in ("encoding", "mode"):
+        if isinstance(body.get(key), str):
+            facts[key] = body[key]
+    stats = body.get("stats")
+    if isinstance(stats, dict):
+        facts.update({str(k): v for k, v in stats.items() if isinstance(v, (int, float, str, bool))})
+    return facts
 
 
 @click.command()
