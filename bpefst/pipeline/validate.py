@@ -202,22 +202,23 @@ class Validator:
         return 0
 
     def _check_pairs(self, ids: list[int], lo: int, run: list[int], inner: list[bool], offset: int, hi: int) -> Violation | None:
+        """Check the pairs (run[k], run[k+1]) where ``inner[k]`` (inside a chunk); memoized in ``good_pairs``."""
         size = self.size
-        keys = list(map(operator.add, map(operator.mul, run[:-1], itertools.repeat(size)), run[1:]))
-        if self.good_pairs.issuperset(itertools.compress(keys, inner)):
-            return None
-        unknown = set(itertools.compress(keys, inner)).difference(self.good_pairs)
-        if not unknown:
+        lefts = itertools.compress(run, inner)
+        rights = itertools.compress(itertools.islice(run, 1, None), inner)
+        keys = list(map(operator.add, map(operator.mul, lefts, itertools.repeat(size)), rights))
+        if self.good_pairs.issuperset(keys):
             return None
         bad = set()
-        for key in unknown:
+        for key in set(keys).difference(self.good_pairs):
             if self.automaton.allowed(key // size, key % size):
                 self.good_pairs.add(key)
             else:
                 bad.add(key)
         if not bad:
             return None
-        k = next(k for k, (key, check) in enumerate(zip(keys, inner)) if check and key in bad)
+        positions = itertools.compress(itertools.count(), inner)
+        k = next(k for k, key in zip(positions, keys) if key in bad)
         return self._violation(ids, lo + k + 1, offset, "BPE merges across this pair", lo, hi)
 
     def _violation(self, ids: list[int], k: int, offset: int, reason: str, lo: int, hi: int, wide: bool = False) -> Violation:
