@@ -132,10 +132,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-validate", action="store_true")
+    parser.add_argument("--only-validate", action="store_true")
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"needs the shared data at {DATA}")
-    bench_compile(args.skip_large)
+    if not args.only_validate:
+        bench_compile(args.skip_large)
     if not args.skip_validate:
         bench_validate()
 

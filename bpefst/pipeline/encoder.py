@@ -28,7 +28,8 @@ import atexit
 import gc
 import multiprocessing
 import os
-from itertools import chain
+from itertools import chain, compress
+from operator import not_
 from typing import Iterable, Sequence
 
 import regex
@@ -36,13 +37,13 @@ import regex
 from ..bpe.transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
-from ..tokenizer.pretokenize import PRESETS, compile_pattern
+from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
+from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
 
 DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
 SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
 _NO_PAIR = 1 << 62
-_WS = regex.compile(r"\s")
 
 
 class Tokenizer:
@@ -58,8 +59,7 @@ class Tokenizer:
                  cache_size: int = DEFAULT_CACHE, max_states: int = DEFAULT_MAX_STATES):
         self.model = model
         self.reference = ReferenceEncoder(model)
-        self._regex = compile_pattern(model.pattern) if model.pattern is not None else None
-        self._findall = self._regex.findall if self._regex is not None else (lambda text: [text] if text else [])
+        self._findall = Splitter(model.pattern).findall
         names = sorted(model.specials, key=lambda s: (-len(s), s))
         self._special_regex = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
         self.cache_size = max(1, int(cache_size))
@@ -72,7 +72,10 @@ class Tokenizer:
         t = self.transducer
         self._byte_codes = bool(t is not None and t.byte_codes and not model.ignore_merges)
         self._trie_get = t.trie.get if t is not None else None
-        self._byte_symbols = [t.symbols[b] for b in range(256)] if self._byte_codes else None
+        if self._byte_codes:  # chunk bytes -> the reachable token they spell; byte -> its token id
+            self._whole_token = {s.encode("latin-1"): i for i, s in enumerate(t.spelled) if s is not None}
+            self._byte_ids = t.symbols[:256]
+            self._byte_table = bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
         self._packed_merges = {pair: (rank << 32) | result for pair, (rank, result) in model.merge_table.items()}
         self._pool = None
         self._pool_jobs = 0
@@ -104,15 +107,16 @@ class Tokenizer:
 
     def _miss(self, chunk: str) -> tuple[int, ...]:
         if self._byte_codes:
-            codes = encode_text(chunk).decode("latin-1")
-            v = self._trie_get(codes)
-            if v is not None and v >= 0:
-                ids: tuple[int, ...] = (v >> 1,)
-            elif len(codes) <= SHORT_CHUNK:
-                sym = self._byte_symbols
-                ids = tuple(self.bpe_short([sym[ord(c)] for c in codes]))
+            data = encode_text(chunk)
+            whole = self._whole_token.get(data)
+            if whole is not None:
+                ids: tuple[int, ...] = (whole,)
+            elif len(data) <= SHORT_CHUNK:
+                table = self._byte_table
+                symbols = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
+                ids = tuple(self.bpe_short(symbols))
             else:
-                ids = tuple(self.transducer.transduce(codes))
+                ids = tuple(self.transducer.transduce(data.decode("latin-1")))
         else:
             ids = tuple(self._bpe_symbols(self.reference.spell(chunk)))
         cache = self._cache
@@ -171,34 +175,55 @@ class Tokenizer:
     # -- text --------------------------------------------------------------------------
 
     def encode_plain(self, text: str, out: list[int] | None = None) -> list[int]:
-        """Ids of text that holds no special tokens (or whose specials are plain text)."""
+        """Ids of text that holds no special tokens (or whose specials are plain text).
+
+        The chunks missing from the cache are found with C-level passes
+        (``map``/``compress``/``set``) and encoded once each, before a second
+        lookup pass; a Python loop over every position would cost more than the
+        misses themselves on a cold cache.
+        """
         if out is None:
             out = []
         chunks = self._findall(text)
-        get = self._cache.get
-        found = list(map(get, chunks))
-        try:
-            i = found.index(None)
-        except ValueError:
-            pass
-        else:
-            collect = len(chunks) > 4096 and gc.isenabled()
-            if collect:  # cache misses allocate many small objects, none of them cyclic
-                gc.disable()
-            try:
-                miss = self._miss
-                while True:
-                    chunk = chunks[i]
-                    ids = get(chunk)
-                    found[i] = ids if ids is not None else miss(chunk)
-                    i = found.index(None, i + 1)
-            except ValueError:
-                pass
-            finally:
-                if collect:
-                    gc.enable()
+        if not chunks:
+            return out
+        cache = self._cache
+        if cache:
+            found = list(map(cache.get, chunks))
+            missing = set(compress(chunks, map(not_, found))) if not all(found) else None
+        else:  # nothing can hit: skip the first lookup pass
+            found, missing = None, set(chunks)
+        if missing:
+            if len(missing) > self.cache_size:
+                found = found or [None] * len(chunks)
+                self._fill_positions(chunks, found)
+            else:
+                if len(cache) + len(missing) > self.cache_size:
+                    cache.clear()
+                self._fill_cache(missing)
+                found = list(map(cache.get, chunks))
         out.extend(chain.from_iterable(found))
         return out
+
+    def _fill_cache(self, missing: Iterable[str]) -> None:
+        collect = gc.isenabled()
+        if collect:  # cache misses allocate many small objects, none of them cyclic
+            gc.disable()
+        try:
+            miss = self._miss
+            for chunk in missing:
+                miss(chunk)
+        finally:
+            if collect:
+                gc.enable()
+
+    def _fill_positions(self, chunks: list[str], found: list) -> None:
+        """Fill ``found[i]`` wherever it is None (more distinct misses than the cache holds)."""
+        get, miss = self._cache.get, self._miss
+        for i in compress(range(len(found)), map(not_, found)):
+            chunk = chunks[i]
+            ids = get(chunk)
+            found[i] = ids if ids is not None else miss(chunk)
 
     def special_policy(self, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all") -> tuple[frozenset, frozenset]:
         specials = set(self.model.specials)
@@ -334,71 +359,6 @@ def _unpack(data: bytes):
     arr = array("I")
     arr.frombytes(data)
     return arr
-
-
-# -- safe cuts ------------------------------------------------------------------------
-
-def cut_rule_for(pattern: str | None, specials: dict[str, int]) -> str | None:
-    """How text may be cut without changing its pre-tokenization.
-
-    * ``"newline"`` (cl100k, o200k): after a ``\\r`` or ``\\n`` that is followed
-      by a non-whitespace character.  In these patterns no match continues past
-      a line break into a non-space (the letter, number and punctuation
-      alternatives exclude ``\\r\\n`` before their body and stop at them after),
-      and the whitespace run before the cut matches the same way whether or not
-      the text ends there (``\\s++$`` at the end of a piece and ``\\s*[\\r\\n]``
-      in the whole text both take the entire run, which ends in a line break).
-    * ``"single-newline"`` (gpt2, whitespace, custom patterns): after a lone
-      ``\\n`` between two non-whitespace characters (GPT-2's ``\\s+(?!\\S)``
-      splits a longer whitespace run differently when text follows).
-    * None (no pre-tokenization, or a special token containing a line break):
-      never cut; the text is one chunk between special tokens.
-    """
-    if pattern is None or any("\n" in s or "\r" in s for s in specials):
-        return None
-    if pattern in (PRESETS["cl100k"], PRESETS["o200k"]):
-        return "newline"
-    return "single-newline"
-
-
-def safe_cut(text: str, rule: str | None, lo: int, hi: int, forward: bool = False) -> int | None:
-    """A position ``c`` in ``[lo, hi)`` where ``text`` may be cut under ``rule``, or None.
-
-    The last such position (the first with ``forward``).  ``text[c]`` must exist
-    (the character after the cut is what makes it safe).
-    """
-    if rule is None:
-        return None
-    hi = min(hi, len(text) - 1)
-    ws = _WS.match
-    if forward:
-        c = lo
-        while c <= hi:
-            k = text.find("\n", max(c - 1, 0), hi)
-            if k < 0:
-                return None
-            if _ok(text, k, rule, ws):
-                return k + 1
-            c = k + 2
-        return None
-    end = hi
-    while end > lo:
-        k = text.rfind("\n", max(lo - 1, 0), end)
-        if k < 0:
-            return None
-        if _ok(text, k, rule, ws):
-            return k + 1
-        end = k
-    return None
-
-
-def _ok(text: str, k: int, rule: str, ws) -> bool:
-    """Is the cut right after the line feed at ``k`` safe?"""
-    if k + 1 >= len(text) or ws(text[k + 1]):
-        return False
-    if rule == "newline":
-        return True
-    return k == 0 or not ws(text[k - 1])
 
 
 class IncrementalEncoder:

@@ -42,7 +42,7 @@ import regex
 from ..bpe import CanonicalAutomaton
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
-from ..tokenizer.pretokenize import compile_pattern
+from ..tokenizer.splitter import Splitter
 
 CARRY_CHUNKS = 2
 
@@ -93,7 +93,7 @@ class Validator:
         self.holes = {i for i in range(self.size) if not self.known[i]}
         self.unreachable = {i for i in model.vocab if not automaton.reachable[i]}
         self.good_pairs: set[int] = set()
-        self._pattern = compile_pattern(model.pattern) if pretokenize and model.pattern is not None else None
+        self._pattern = Splitter(model.pattern) if pretokenize and model.pattern is not None else None
         names = sorted(model.specials, key=len, reverse=True)
         self._specials = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
         self._special_margin = max(map(len, (s.encode() for s in names)), default=1)
