@@ -57,7 +57,7 @@ def test_translation_is_exact_on_random_ascii_text(name: str) -> None:
 
 
 MIXED_PIECES = ["word", " word", "é", " ü", "日本語", "😀", "\u2028", "\xa0", "\x85", "\udc80", "7", "123456",
-                "'s", "'LL", " ", "  ", "\t", "\n", "\r\n", "\n\n", " \n", ".", "!?", "_"]
+                "'s", "'LL", " ", "  ", "\t", "\n", "\r\n", "\n\n", " \n", ".", "!?", "_", "/", "%\n/"]
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS) + ["custom"])

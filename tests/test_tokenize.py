@@ -136,7 +136,7 @@ def test_safe_cuts_do_not_change_pre_tokenization(pattern: str) -> None:
     compiled = regex.compile(PRESETS[pattern])
     rule = cut_rule_for(PRESETS[pattern], {})
     rng = random.Random(hash(pattern) & 0xFFFF)
-    pieces = ["a", "B", "7", " ", "  ", "\n", "\r\n", "\n\n", " \n", "\t", ".", "'s", "é", "_", "!\n", "x\n"]
+    pieces = ["a", "B", "7", " ", "  ", "\n", "\r\n", "\n\n", " \n", "\t", ".", "'s", "é", "_", "!\n", "x\n", "/", "%"]
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 25)))
         cut = safe_cut(text, rule, 1, len(text))

@@ -324,7 +324,11 @@ class Tokenizer:
             global _WORKER_TOKENIZER
             _WORKER_TOKENIZER = self  # inherited by the forked workers
             context = multiprocessing.get_context("fork")
+            # Objects the workers inherit stay shared (copy-on-write) only while nothing
+            # writes to them; a collection in a worker would touch every one of them.
+            gc.freeze()
             self._pool = context.Pool(jobs)
+            gc.unfreeze()
             self._pool_jobs = jobs
             atexit.register(self.close)
         return self._pool

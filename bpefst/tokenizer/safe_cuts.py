@@ -20,23 +20,29 @@ _WS = regex.compile(r"\s")
 def cut_rule_for(pattern: str | None, specials: dict[str, int]) -> str | None:
     """How text may be cut without changing its pre-tokenization.
 
-    * ``"newline"`` (cl100k, o200k): after a ``\\r`` or ``\\n`` that is followed
-      by a non-whitespace character.  In these patterns no match continues past
-      a line break into a non-space (the letter, number and punctuation
-      alternatives exclude ``\\r\\n`` before their body and stop at them after),
-      and the whitespace run before the cut matches the same way whether or not
-      the text ends there (``\\s++$`` at the end of a piece and ``\\s*[\\r\\n]``
-      in the whole text both take the entire run, which ends in a line break).
-    * ``"single-newline"`` (gpt2, whitespace, custom patterns): after a lone
-      ``\\n`` between two non-whitespace characters (GPT-2's ``\\s+(?!\\S)``
-      splits a longer whitespace run differently when text follows).
-    * None (no pre-tokenization, or a special token containing a line break):
-      never cut; the text is one chunk between special tokens.
+    * ``"newline"`` (cl100k): after a ``\\n`` that is followed by a
+      non-whitespace character.  In this pattern no match continues past a line
+      break into a non-space (the letter, number and punctuation alternatives
+      exclude ``\\r\\n`` before their body and stop at them after), and the
+      whitespace run before the cut matches the same way whether or not the text
+      ends there (``\\s++$`` at the end of a piece and ``\\s*[\\r\\n]`` in the
+      whole text both take the entire run, which ends in a line break).
+    * ``"newline-not-slash"`` (o200k): the same, except before a ``/``: o200k's
+      punctuation alternative `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*`` runs on across
+      line breaks into slashes (``"%\\n/"`` is one chunk).
+    * ``"single-newline"`` (gpt2, whitespace): after a lone ``\\n`` between two
+      non-whitespace characters (GPT-2's ``\\s+(?!\\S)`` splits a longer
+      whitespace run differently when text follows).
+    * None (no pre-tokenization, a custom pattern, whose matches may run across
+      line breaks, or a special token containing a line break): never cut; the
+      text between special tokens is pre-tokenized whole.
     """
-    if pattern is None or any("\n" in s or "\r" in s for s in specials):
+    if pattern is None or pattern not in PRESETS.values() or any("\n" in s or "\r" in s for s in specials):
         return None
-    if pattern in (PRESETS["cl100k"], PRESETS["o200k"]):
+    if pattern == PRESETS["cl100k"]:
         return "newline"
+    if pattern == PRESETS["o200k"]:
+        return "newline-not-slash"
     return "single-newline"
 
 
@@ -77,4 +83,6 @@ def _ok(text: str, k: int, rule: str, ws) -> bool:
         return False
     if rule == "newline":
         return True
+    if rule == "newline-not-slash":
+        return text[k + 1] != "/"
     return k == 0 or not ws(text[k - 1])
