@@ -4,7 +4,9 @@
   otherwise: both must give the same canonical DFA;
 * ``intersect_canonical`` (shared rows per lattice state, lazily resolved arcs)
   must give the same minimal DFA as the textbook product with A_BPE;
-* the one-pass lattice walk must give ``token_arcs`` for every state.
+* the one-pass lattice walk (transforms over the chain-compressed trie) must give
+  ``token_arcs`` and the brute-force arcs for every state;
+* banned sets restricted to a lattice's tokens (implicit A_BPE) must equal pair checks.
 """
 
 from __future__ import annotations
@@ -90,3 +92,73 @@ def test_product_matches_plain_product(seed: int, pattern: str, encoding: str) -
     lattice = promote_agnostic(dfa, model, trie, minimal=False)
     assert intersect_canonical(lattice, automaton) == plain_product(lattice, automaton)
     assert all(lattice.transitions[q] == token_arcs(trim(dfa), trie, q) for q in range(lattice.num_states))
+
+
+def brute_force_rows(dfa: DFA, model) -> list[dict[int, int]]:
+    """``token -> δ*(q, spelling)`` for every state, by running each token's spelling through the DFA."""
+    rows = []
+    for q in range(dfa.num_states):
+        row = {}
+        for token, spelling in model.spellings.items():
+            target = dfa.run(spelling, q)
+            if target is not None:
+                row[token] = target
+        rows.append(row)
+    return rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([r"[ab1]{1,6}-[ab]{0,3}", r'"[a-b ]{1,5}": [1]{1,3}', r"(ab|a|b1)*x?", r"-?1(ab)*", r"[ab]*"]))
+def test_transform_walk_matches_brute_force(seed: int, pattern: str) -> None:
+    """The single walk carrying state transforms (over the chain-compressed trie) gives every state's arcs."""
+    model = random_byte_model(seed, alphabet=b'ab1-x" :', num_merges=40, pattern=PRESETS["gpt2"])
+    dfa = trim(compile_regex(pattern, alphabet_for(model)))
+    lattice = promote_agnostic(dfa, model, SpellingTrie.from_model(model), minimal=False)
+    assert lattice.transitions == brute_force_rows(dfa, model)
+
+
+def test_chains_spell_every_token() -> None:
+    """Following the collapsed chains from the root visits each token once, at its full spelling."""
+    model = random_byte_model(7, alphabet=b"abc", num_merges=30)
+    trie = SpellingTrie.from_model(model)
+    found: dict[int, tuple[int, ...]] = {}
+    stack = [(0, ())]
+    while stack:
+        node, prefix = stack.pop()
+        for symbol, (rest, token, end) in trie.chains()[node].items():
+            spelled = (*prefix, symbol, *rest)
+            tokens = [token] if token >= 0 else trie.tokens[-2 - token] if token < -1 else []
+            found.update(dict.fromkeys(tokens, spelled))
+            if end:
+                stack.append((end, spelled))
+    assert found == {t: tuple(s) for t, s in model.spellings.items()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.data())
+def test_restricted_banned_matches_pair_checks(seed: int, data) -> None:
+    """Banned sets restricted to a token subset equal the implicit A_BPE's pair-by-pair answers."""
+    from bpefst.promotion.banned_subset import restricted_banned
+
+    model = random_byte_model(seed, alphabet=b'ab1-x"', num_merges=30, pattern=PRESETS["gpt2"])
+    forest = MergeForest.from_model(model)
+    automaton = build_canonical(forest, "implicit")
+    ids = [t for t in range(forest.size) if forest.reachable[t]]
+    followers = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=40))
+    leaders = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=40))
+    masks = restricted_banned(forest, leaders, followers)
+    for u in leaders:
+        assert masks[u] == sum(1 << i for i, v in enumerate(followers) if not automaton.allowed(u, v))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([r"[ab1-]{1,5}", r"-?1(ab)*", r'"(a|b)*"']), st.sampled_from(["explicit", "implicit"]))
+def test_product_size_bound_bounds_the_product(seed: int, pattern: str, encoding: str) -> None:
+    from bpefst.promotion.canonical import product_size_bound
+
+    model = random_byte_model(seed, alphabet=b'ab1-x"', num_merges=20, pattern=PRESETS["gpt2"])
+    automaton = build_canonical(MergeForest.from_model(model), encoding)
+    lattice = promote_agnostic(compile_regex(pattern, alphabet_for(model)), model, SpellingTrie.from_model(model), minimal=False)
+    product = intersect_canonical(lattice, automaton, minimal=False)
+    states, arcs = product_size_bound(lattice, automaton)
+    assert product.num_states <= states and product.num_arcs <= arcs

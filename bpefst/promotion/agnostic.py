@@ -13,6 +13,7 @@ the trie prunes a whole family of tokens as soon as their common prefix leaves
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from ..automata import DFA, minimize, trim
 from ..tokenizer import BPEModel
@@ -25,6 +26,7 @@ class SpellingTrie:
     children: list[dict[int, int]]
     tokens: list[list[int]]
     _steps: list[dict[int, tuple[int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
+    _chains: list[dict[int, tuple[tuple[int, ...], int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -40,6 +42,37 @@ class SpellingTrie:
                 for kids in children
             ]
         return self._steps
+
+    def chains(self) -> list[dict[int, tuple[tuple[int, ...], int, int]]]:
+        """The trie with unary chains collapsed: per node, ``first symbol -> (rest, token, end)``; built once.
+
+        A chain follows nodes that end no token and have one child, so a walk
+        pops only branching nodes and steps through ``rest`` in a tight loop
+        (about half the nodes of the GPT-2 and cl100k tries are such links).
+        ``token`` codes what ends at the chain's last node as in :meth:`steps`;
+        ``end`` is that node, or 0 when it is a leaf.  Only nodes that start a
+        chain (the root, branching nodes, nodes ending a token) have entries.
+        """
+        if self._chains is None:
+            children, ends = self.children, self.tokens
+            chains: list[dict[int, tuple[tuple[int, ...], int, int]]] = [{} for _ in children]
+            for node, kids in enumerate(children):
+                if node and len(kids) == 1 and not ends[node]:
+                    continue  # inside a chain
+                chains[node] = {s: self._chain(c) for s, c in kids.items()}
+            self._chains = chains
+        return self._chains
+
+    def _chain(self, node: int) -> tuple[tuple[int, ...], int, int]:
+        """From ``node`` (just entered), the symbols of the chain below it, its token code and its end."""
+        children, ends = self.children, self.tokens
+        rest = []
+        while len(children[node]) == 1 and not ends[node]:
+            (symbol, node), = children[node].items()
+            rest.append(symbol)
+        found = ends[node]
+        token = found[0] if len(found) == 1 else -1 if not found else -2 - node
+        return tuple(rest), token, node if children[node] else 0
 
     @classmethod
     def from_model(cls, model: BPEModel, tokens=None) -> "SpellingTrie":
@@ -65,14 +98,169 @@ def token_arcs(pattern: DFA, trie: SpellingTrie, state: int) -> dict[int, int]:
     return _walk(pattern.transitions, trie.steps(), state, trie.tokens)
 
 
+# Patterns up to this many states are promoted by one walk carrying transforms; larger
+# ones (e.g. Table 1's 2,381-state edit-distance automaton, whose states share few
+# trie paths) by one walk per state, which measures 3-4x faster there: a transform of
+# thousands of states is costly to step and rarely shared.
+_TRANSFORM_WALK_STATES = 256
+
+
 def promote_agnostic(pattern: DFA, model: BPEModel, trie: SpellingTrie | None = None, minimal: bool = True) -> DFA:
     """The automaton over token ids accepting every tokenization of every match of ``pattern``."""
     trie = trie or SpellingTrie.from_model(model)
     pattern = trim(pattern)
-    transitions, steps = pattern.transitions, trie.steps()
-    rows = [_walk(transitions, steps, q, trie.tokens) for q in range(len(transitions))]
+    transitions = pattern.transitions
+    if len(transitions) <= _TRANSFORM_WALK_STATES:
+        rows = _rows_by_transform(transitions, trie)
+    else:
+        steps = trie.steps()
+        rows = [_walk(transitions, steps, q, trie.tokens) for q in range(len(transitions))]
     promoted = DFA(rows, pattern.start, pattern.finals, check=False)
-    return minimize(promoted) if minimal else trim(promoted)
+    if minimal:
+        return minimize(promoted)
+    return promoted if _reads_every_symbol(pattern, trie) else trim(promoted)
+
+
+def _reads_every_symbol(pattern: DFA, trie: SpellingTrie) -> bool:
+    """Whether each symbol on ``pattern``'s arcs is a one-symbol token.
+
+    Then every arc of the (trim) pattern is also an arc of the promoted
+    automaton, which only adds arcs between the same states, so the promoted
+    automaton is trim already and trimming it again (a pass over all its arcs)
+    is skipped.  Byte-level tokenizers have every byte as a token.
+    """
+    root = trie.chains()[0]
+    for symbol in pattern.alphabet():
+        chain = root.get(symbol)
+        if chain is None or chain[0] or chain[1] == -1:
+            return False
+    return True
+
+
+class _Transforms:
+    """The partial maps ``q -> δ*(q, w)`` induced by trie paths ``w``, interned.
+
+    A token's arcs in the promoted automaton are exactly its transform (pairs
+    ``(q, δ*(q, spell(t)))``), and in patterns with large classes few transforms
+    exist: every token spelled inside ``[a-z0-9._]`` with ``L`` symbols shifts
+    the loop of ``[a-z0-9._]{1,12}`` by ``L``.  So the trie is walked once,
+    carrying a transform id instead of one pattern state, and each step
+    ``(transform, symbol)`` is computed once (memoized); the per-state walks
+    of the trie, which redid the same steps for every state, are gone.
+    """
+
+    def __init__(self, transitions: list[dict[int, int]]):
+        self.transitions = transitions
+        identity = tuple(range(len(transitions)))
+        self.sources: list[tuple[int, ...]] = [identity]
+        self.targets: list[tuple[int, ...]] = [identity]
+        self.tokens: list[list[int]] = [[]]  # transform -> the tokens whose spelling induces it
+        self._index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {(identity, identity): 0}
+        self._next: list[dict[int, int]] = [{}]  # transform -> symbol -> transform (memo)
+        self._readable: list[set[int] | None] = [None]
+
+    def readable(self, tid: int) -> set[int]:
+        """Symbols some target of transform ``tid`` reads: the only ones worth following."""
+        symbols = self._readable[tid]
+        if symbols is None:
+            transitions = self.transitions
+            symbols = self._readable[tid] = set().union(*(transitions[r] for r in set(self.targets[tid])))
+        return symbols
+
+    def step(self, tid: int, symbol: int) -> int:
+        """The transform after one more ``symbol``, or -1 when no target reads it (memoized)."""
+        nxt = self._next[tid]
+        child = nxt.get(symbol)
+        if child is None:
+            child = nxt[symbol] = self._extend(tid, symbol) if symbol in self.readable(tid) else -1
+        return child
+
+    def _extend(self, tid: int, symbol: int) -> int:
+        transitions = self.transitions
+        sources, targets = [], []
+        for q, r in zip(self.sources[tid], self.targets[tid]):
+            s = transitions[r].get(symbol)
+            if s is not None:
+                sources.append(q)
+                targets.append(s)
+        key = (tuple(sources), tuple(targets))
+        child = self._index.get(key)
+        if child is None:
+            child = self._index[key] = len(self.sources)
+            self.sources.append(key[0])
+            self.targets.append(key[1])
+            self.tokens.append([])
+            self._next.append({})
+            self._readable.append(None)
+        return child
+
+
+def _rows_by_transform(transitions: list[dict[int, int]], trie: SpellingTrie) -> list[dict[int, int]]:
+    """``rows[q]`` = ``token -> δ*(q, spell(token))`` for every state, from one walk of the trie."""
+    transforms = _walk_transforms(transitions, trie)
+    parts: list[list[tuple[list[int], int]]] = [[] for _ in transitions]
+    for tid, tokens in enumerate(transforms.tokens):
+        if tokens:
+            for q, r in zip(transforms.sources[tid], transforms.targets[tid]):
+                parts[q].append((tokens, r))
+    return [_row(part) for part in parts]
+
+
+def _row(part: list[tuple[list[int], int]]) -> dict[int, int]:
+    """One state's row from its (tokens, target) groups: C-level dict building, no per-arc bytecode.
+
+    The largest group seeds the dict (``dict.fromkeys``); the rest are added
+    through ``update(zip(tokens, repeat(target)))``, which measures faster
+    than merging a ``fromkeys`` dict per group.
+    """
+    if not part:
+        return {}
+    part.sort(key=lambda group: len(group[0]), reverse=True)
+    row = dict.fromkeys(*part[0])
+    for tokens, target in part[1:]:
+        row.update(zip(tokens, repeat(target)))
+    return row
+
+
+def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _Transforms:
+    """Walk the trie once (depth first) carrying transforms; file each token under its transform.
+
+    The loop is the hot spot on large patterns (one iteration per live chain
+    of the trie), so the memo ``next_of[tid]`` is read inline; it also
+    records dead steps as -1, and a node with more chains than its transform
+    has readable symbols is entered from the smaller side.
+    """
+    transforms = _Transforms(transitions)
+    chains, ends, tokens_of = trie.chains(), trie.tokens, transforms.tokens
+    next_of, readable, extend = transforms._next, transforms.readable, transforms.step
+    stack = [(0, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, tid = pop()
+        kids = chains[node]
+        get = next_of[tid].get
+        if len(kids) > 32 and len(kids) > len(live := readable(tid)):
+            kids = [(symbol, arc) for symbol in live if (arc := kids.get(symbol)) is not None]
+        else:
+            kids = kids.items()
+        for symbol, (rest, token, child) in kids:
+            ctid = get(symbol)
+            if ctid is None:
+                ctid = extend(tid, symbol)
+            for symbol in rest:
+                if ctid < 0:
+                    break
+                nxt = next_of[ctid].get(symbol)
+                ctid = extend(ctid, symbol) if nxt is None else nxt
+            if ctid < 0:
+                continue
+            if token >= 0:
+                tokens_of[ctid].append(token)
+            elif token < -1:
+                tokens_of[ctid].extend(ends[-2 - token])
+            if child:
+                push((child, ctid))
+    return transforms
 
 
 def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, int]]], state: int, ends: list[list[int]]) -> dict[int, int]:

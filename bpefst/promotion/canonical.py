@@ -31,6 +31,7 @@ from __future__ import annotations
 from ..automata import DFA, minimize, trim
 from ..automata.errors import StateLimitExceeded
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
+from .banned_subset import restricted_banned
 
 
 _HASHED_MASK_BITS = 8192
@@ -49,28 +50,20 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
         transitions = [{t: r for t, r in row.items() if t not in unreachable} if unreachable.intersection(row) else row
                        for row in transitions]
     out_masks: list[int | None] = [None] * len(transitions)
-
-    if isinstance(automaton, ExplicitCanonical):
-        token_class, class_banned = automaton.token_class, automaton.class_banned
-
-        def banned_within(c: int, r: int) -> int:  # c: a token class
-            mask = out_masks[r]
-            if mask is None:
-                mask = out_masks[r] = _mask(transitions[r])
-            return class_banned[c] & mask
+    token_class, class_banned, bit_of, token_of_bit = _banned_view(transitions, automaton)
+    if bit_of is None:
+        _out_mask = _mask
     else:
-        token_class, class_banned = list(range(len(reachable))), None  # every token is its own class
-        allowed = automaton.allowed
-
-        def banned_within(c: int, r: int) -> int:  # c: a token
-            return _mask(v for v in transitions[r] if not allowed(c, v))
+        def _out_mask(row) -> int:
+            return _mask(map(bit_of.__getitem__, row))
+    bits = len(reachable) if bit_of is None else len(bit_of)
 
     # Product states by lattice state, then by banned bitset.  For large vocabularies
     # the bitsets are long ints whose hash costs microseconds (about 4 us at 32k
     # bits), so there a nonzero one is compared (sizes first, cheap) against the
     # few known for its lattice state instead of being hashed.
     plain: dict[int, int] = {}  # lattice state -> product state with nothing banned
-    hash_masks = len(reachable) <= _HASHED_MASK_BITS
+    hash_masks = bits <= _HASHED_MASK_BITS
     index: dict[tuple[int, int], int] = {}  # (lattice state, nonzero bitset) -> product state
     banned_by: dict[int, tuple[list[int], list[int]]] = {}  # lattice state -> (bitsets, product states)
     state_q: list[int] = []  # product state -> lattice state
@@ -84,6 +77,8 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
                 state = plain[q] = len(state_q)
                 state_q.append(q)
                 state_banned.append(())
+                if max_states is not None and len(state_q) > max_states:
+                    raise StateLimitExceeded("canonical promotion", max_states)
             return state
         if hash_masks:
             state = index.get((q, banned))
@@ -105,9 +100,11 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
         tokens = []
         while banned:  # a handful of bits
             t = banned.bit_length() - 1
-            tokens.append(t)
+            tokens.append(t if token_of_bit is None else token_of_bit[t])
             banned ^= 1 << t
         state_banned.append(tuple(tokens))
+        if max_states is not None and len(state_q) > max_states:
+            raise StateLimitExceeded("canonical promotion", max_states)
         return state
 
     # The product state an arc q -t-> r leads to is (r, BANNED(t) ∩ out(r)) whichever
@@ -128,13 +125,10 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
             c = token_class[t]
             state = get((target, c))
             if state is None:
-                if class_banned is None:
-                    banned = banned_within(c, target)
-                else:  # explicit encoding, inline
-                    banned = out_masks[target]
-                    if banned is None:
-                        banned = out_masks[target] = _mask(transitions[target])
-                    banned &= class_banned[c]
+                banned = out_masks[target]
+                if banned is None:
+                    banned = out_masks[target] = _out_mask(transitions[target])
+                banned &= class_banned[c]
                 if banned:
                     state = product_state(target, banned)
                 else:
@@ -152,7 +146,10 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
             c = token_class[t]
             state = arc_state.get((target, c))
             if state is None:
-                state = arc_state[(target, c)] = product_state(target, banned_within(c, target))
+                banned = out_masks[target]
+                if banned is None:
+                    banned = out_masks[target] = _out_mask(transitions[target])
+                state = arc_state[(target, c)] = product_state(target, banned & class_banned[c])
             done[t] = state
 
     start = product_state(lattice.start, 0)
@@ -191,8 +188,53 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
     return minimize(product) if minimal else trim(product)
 
 
+def _banned_view(transitions: list[dict[int, int]], automaton: CanonicalAutomaton):
+    """``(token_class, class_banned, bit_of, token_of_bit)``: banned sets as bitsets, by class.
+
+    Explicit encoding: A_BPE's own classes and bitsets over token ids
+    (``bit_of`` None).  Implicit encoding: the banned sets restricted to the
+    lattice's tokens (:mod:`.banned_subset`, a few spine walks per token
+    instead of a pair walk per arc and follower), bit ``i`` standing for
+    ``token_of_bit[i]``; tokens with equal restricted sets share a class, which
+    is all the product needs to tell them apart.
+    """
+    if isinstance(automaton, ExplicitCanonical):
+        return automaton.token_class, automaton.class_banned, None, None
+    tokens = sorted(set().union(*transitions))
+    masks = restricted_banned(automaton.forest, tokens, tokens)
+    classes: dict[int, int] = {}
+    token_class = {t: classes.setdefault(masks[t], len(classes)) for t in tokens}
+    return token_class, list(classes), {t: i for i, t in enumerate(tokens)}, tokens
+
+
 def _mask(tokens) -> int:
-    mask = 0
+    """The bitset of ``tokens``; through a bytearray for long rows (``|=`` on a growing int is quadratic)."""
+    tokens = list(tokens)
+    if len(tokens) < 64:
+        mask = 0
+        for t in tokens:
+            mask |= 1 << t
+        return mask
+    buffer = bytearray((max(tokens) >> 3) + 1)
     for t in tokens:
-        mask |= 1 << t
-    return mask
+        buffer[t >> 3] |= 1 << (t & 7)
+    return int.from_bytes(buffer, "little")
+
+
+def product_size_bound(lattice: DFA, automaton: CanonicalAutomaton) -> tuple[int, int]:
+    """An upper bound on ``(states, arcs)`` of ``lattice ∩ A_BPE`` before minimization, without building it.
+
+    Every product state is the start or ``(r, BANNED(t) ∩ out(r))`` for some
+    lattice arc ``q -t-> r``, and has ``|out(r)|`` minus its banned tokens as
+    arcs.  Costs one bitset AND per (arc target, token class): this is how
+    a caller can report how large a canonical automaton would be when it is
+    too large to materialize (e-mail or JSON patterns over 50k-100k vocabularies).
+    """
+    transitions = [{t: r for t, r in row.items() if automaton.reachable[t]} for row in lattice.transitions]
+    token_class, class_banned, bit_of, _ = _banned_view(transitions, automaton)
+    masks = [_mask(row if bit_of is None else map(bit_of.__getitem__, row)) for row in transitions]
+    pairs = {(r, token_class[t]) for row in transitions for t, r in row.items()}
+    states = {(r, class_banned[c] & masks[r]) for r, c in pairs}
+    states.add((lattice.start, 0))
+    arcs = sum(len(transitions[r]) - banned.bit_count() for r, banned in states)
+    return len(states), arcs
