@@ -223,6 +223,24 @@ def test_promote_bad_input(tmp_path, compiled, byte_tok) -> None:
     assert unspellable.returncode == 1 and b"empty" in unspellable.stdout
 
 
+def test_promote_follows_pretokenization(tmp_path, compiled, byte_tok) -> None:
+    from bpefst.pipeline.encoder import Tokenizer
+
+    tokenizer = Tokenizer(random_byte_model(21, pattern=PRESETS["gpt2"]))
+    result = run("promote", str(compiled), "--regex", "(ab|ca)  ?(bc|a)\n?", "--sample", "8")
+    assert result.returncode == 0, result.stderr
+    samples = [json.loads(line) for line in result.stdout.splitlines()]
+    assert samples and all(s["ids"] == tokenizer.encode_ordinary(s["text"]) for s in samples)
+    assert run("promote", str(compiled), "--regex", "(ab|ca) (bc|a)", "--no-pretokenize").returncode == 0
+    assert_user_error(run("promote", str(compiled), "--regex", "ab c", "--mode", "canonical-direct"), "--no-pretokenize")
+    assert run("promote", str(compiled), "--regex", "ab c", "--mode", "canonical-direct", "--no-pretokenize").returncode == 0
+    assert run("promote", str(compiled), "--regex", "(ab|c)+", "--mode", "canonical-direct").returncode == 0  # never cut
+    assert_user_error(run("promote", str(byte_tok), "--pattern", "\\w+", "--regex", "ab"), "--no-pretokenize")
+    assert_user_error(run("promote", str(byte_tok), "--pattern", "o200k", "--regex", "ab"), "o200k")
+    assert run("promote", str(byte_tok), "--pattern", "o200k", "--regex", "ab", "--no-pretokenize").returncode == 0
+    assert_user_error(run("promote", str(compiled), "--pattern", "cl100k", "--regex", "ab"), "compiled with the gpt2")
+
+
 def test_promote_maxmatch_for_wordpiece() -> None:
     data = require_shared()
     result = run("promote", str(data / "wordpiece" / "tokenizer.json"), "--regex", "(un)?(help|do)(ful|ing)?", "--sample", "5")

@@ -21,6 +21,7 @@ from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..tokenizer import ReferenceEncoder
+from ..tokenizer.pretokenize import preset_name, resolve_pattern
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
 
@@ -43,13 +44,22 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--sample", type=int, default=0, metavar="N", help="Print N random accepted token sequences with their text.")
 @click.option("--max-states", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Give up beyond this many states.")
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
+@click.option("--no-pretokenize", is_flag=True,
+              help="Canonical modes: treat each match as one pre-tokenization chunk (BPE canonicity only), ignoring the tokenizer's pattern.")
 @user_errors
-def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states, tokenizer_path) -> None:
+def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
+                    tokenizer_path, no_pretokenize) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
     COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
     accepts token sequences spelling a whole match; with the canonical modes,
-    only the tokenization BPE gives that match.  Exit 1 if the language is empty.
+    only the tokenization the tokenizer gives that match.  For the gpt2 and
+    cl100k pre-tokenization patterns `canonical` follows the pattern: no token
+    spans a chunk boundary of findall(pattern, text), and only pairs inside a
+    chunk must be canonical, so the result accepts exactly encode(text) for
+    each match (`--no-pretokenize`: the whole match as one chunk;
+    `canonical-direct` needs it when a match can be cut).  Exit 1 if the
+    language is empty.
 
     \b
     Example:
@@ -69,6 +79,7 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     mode = mode or "canonical"
     started = time.perf_counter()
     model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
+    _check_pattern_option(compiled, model, pattern)
     loaded = time.perf_counter()
     alphabet = alphabet_for(model)
     try:
@@ -77,12 +88,19 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
         raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
     compiled_at = time.perf_counter()
     try:
-        result = promote(base, model, mode, automaton, max_states=max_states)
+        result = promote(base, model, mode, automaton, max_states=max_states, pretokenize=not no_pretokenize)
     except StateLimitExceeded:
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
     encoder = ReferenceEncoder(model)
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
+
+
+def _check_pattern_option(compiled: str, model, pattern: str | None) -> None:
+    """A compiled artifact carries its tokenizer's pattern; ``--pattern`` cannot change it."""
+    if pattern is not None and resolve_pattern(pattern) != model.pattern:
+        raise BpefstError(f"{compiled} was compiled with the {preset_name(model.pattern)} pre-tokenization pattern, not {pattern!r}: "
+                          f"promote the tokenizer file itself with --pattern, or recompile it with --pattern")
 
 
 def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states) -> None:

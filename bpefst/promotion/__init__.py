@@ -3,6 +3,9 @@
 - ``agnostic``: every tokenization of every match (Eq. 3)
 - ``canonical``: the lattice intersected with A_BPE (Eq. 5)
 - ``direct``: Algorithm 2 merge by merge on the pattern (Eq. 4)
+- ``chunking``, ``pretokenized``: canonical promotion that follows a
+  tokenizer's pre-tokenization (gpt2, cl100k): the chunk-boundary automaton
+  and the product with it
 - ``promote``: the routes behind one call, with stage timings
 - ``guided``: the decoding API over a promoted automaton
 - ``edit_distance``, ``wordlists``: input automata (Table 1; --words)
@@ -12,6 +15,8 @@ from .agnostic import SpellingTrie, promote_agnostic
 from .canonical import intersect_canonical
 from .direct import promote_direct
 from .guided import GuidedAutomaton
+from .pretokenized import promote_pretokenized
 from .promote import MODES, Promotion, promote
 
-__all__ = ["MODES", "GuidedAutomaton", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct"]
+__all__ = ["MODES", "GuidedAutomaton", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
+           "promote_pretokenized"]

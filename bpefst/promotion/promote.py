@@ -9,8 +9,20 @@
   merge (Eq. 4).
 
 The two canonical routes accept the same language (a tested equivalence); both
-results are trimmed and minimal.  Canonical here means BPE-canonical for the
-whole matched text, i.e. as if the match were one pre-tokenization chunk.
+results are trimmed and minimal.  Without ``pretokenize`` canonical means
+BPE-canonical for the whole matched text, i.e. as if the match were one
+pre-tokenization chunk.
+
+With ``pretokenize`` (``True``: the model's pattern; or a preset name or
+pattern text) ``canonical`` follows the real tokenizer: a sequence is accepted
+iff its text matches, no token spans a chunk boundary of ``findall(R, text)``,
+and inside each chunk every adjacent pair is canonical (pairs across a
+boundary are exempt), i.e. the result accepts exactly
+``{encode_ordinary(s) : s matches}`` (:mod:`.pretokenized`; gpt2 and cl100k
+patterns, and ``whitespace`` when no match is cut).  When no match is cut
+(the chunked pattern has no boundary) both canonical routes run the
+whole-match construction on the pattern; otherwise ``canonical-direct``
+refuses, as it does not model pre-tokenization.
 """
 
 from __future__ import annotations
@@ -18,13 +30,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..automata import DFA
+from ..automata import DFA, minimize
 from ..bpe import CanonicalAutomaton, MergeForest, build_canonical
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
+from ..tokenizer.pretokenize import resolve_pattern
 from .agnostic import SpellingTrie, promote_agnostic
 from .canonical import intersect_canonical
 from .direct import promote_direct
+from .pretokenized import BOUNDARY, canonical_subsets, chunked_pattern, chunker_or_whole
 
 MODES = ("agnostic", "canonical", "canonical-direct")
 
@@ -37,12 +51,27 @@ class Promotion:
 
 
 def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: CanonicalAutomaton | None = None,
-            trie: SpellingTrie | None = None, max_states: int | None = None) -> Promotion:
+            trie: SpellingTrie | None = None, max_states: int | None = None, pretokenize: bool | str = False) -> Promotion:
     """Promote a base-symbol DFA to a token DFA (see module docstring)."""
     if mode not in MODES:
         raise BpefstError(f"unknown promotion mode {mode!r} (expected one of {', '.join(MODES)})")
+    started = time.perf_counter()
+    chunker = None
+    if pretokenize is not False and mode != "agnostic":
+        pretokenizer = model.pattern if pretokenize is True else resolve_pattern(pretokenize)
+        chunker = chunker_or_whole(pattern, model, pretokenizer)
+    chunked = None
+    if chunker is not None:
+        chunked = chunked_pattern(pattern, model, chunker, max_states)
+        if not any(BOUNDARY in row for row in chunked.transitions):  # no match is cut: one chunk each
+            pattern, chunker, chunked = minimize(chunked), None, None
+        elif mode == "canonical-direct":
+            raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
+                              f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match canonicity")
     timings: dict[str, float] = {}
     clock = time.perf_counter()
+    if pretokenize is not False and mode != "agnostic":
+        timings["chunks"] = clock - started
 
     def lap(name: str) -> None:
         nonlocal clock
@@ -56,6 +85,8 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
         return Promotion(dfa, mode, timings)
     trie = trie or SpellingTrie.from_model(model)
     lap("trie")
+    if chunked is not None:
+        return _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap)
     lattice = promote_agnostic(pattern, model, trie, minimal=(mode == "agnostic"))
     lap("lattice")
     if mode == "agnostic":
@@ -66,3 +97,13 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     dfa = intersect_canonical(lattice, automaton, max_states=max_states)
     lap("intersect")
     return Promotion(dfa, mode, timings)
+
+
+def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap) -> Promotion:
+    """``canonical`` with pre-tokenization: canonical subsets over the chunked pattern (:mod:`.pretokenized`)."""
+    if automaton is None:
+        automaton = build_canonical(MergeForest.from_model(model))
+        lap("a_bpe")
+    dfa = canonical_subsets(chunked, trie, automaton, max_states)
+    lap("subsets")
+    return Promotion(dfa, "canonical", timings)

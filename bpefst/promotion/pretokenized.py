@@ -1,0 +1,264 @@
+"""Canonical promotion aware of pre-tokenization (GPT-2, cl100k).
+
+**The rule.**  A real tokenizer cuts a text ``s`` with its pattern ``R``
+(``regex.findall(R, s)``) and runs BPE on each chunk.  So the token sequences
+it produces for the matches of a pattern are exactly the sequences that
+
+1. spell a string ``s`` the pattern matches,
+2. have no token spanning a chunk boundary of ``findall(R, s)``, and
+3. inside each chunk, have every adjacent token pair canonical (and every
+   token reachable): A_BPE is 1-local (seed 000 Sec. 6.5), so this says each
+   chunk's tokens are BPE of that chunk.  Pairs across a chunk boundary are
+   exempt; A_BPE restarts after a boundary.
+
+Special tokens are never produced: pattern text is ordinary text.  The result
+accepts ``{Tokenizer.encode_ordinary(s) : s matches the pattern}``; with a
+pattern that never crosses a chunk boundary it equals the whole-match
+canonical promotion (Eq. 5 of seed 000).
+
+**Construction.**
+
+1. *Chunked pattern* ``D``: the pattern DFA times the preset's chunker
+   (:mod:`.chunking`), over the base symbols plus :data:`BOUNDARY`;
+   ``BOUNDARY`` moves only the chunker.  For byte-level tokenizers the chunker
+   reads characters through a UTF-8 decoder automaton whose exits name the
+   character's class, so ``D`` is deterministic and ``BOUNDARY`` can only
+   occur between whole characters.  Built lazily from the start and trimmed.
+2. *Token lattice*: the arcs of the agnostic promotion (Eq. 3) of ``D``
+   ignoring ``BOUNDARY`` (:func:`.agnostic.token_arcs`): a token's spelling
+   stays inside one chunk because it cannot read ``BOUNDARY``.
+3. *Canonical subset construction*: a configuration is a lattice state plus
+   what A_BPE remembers of the last token, as in :mod:`.canonical` (the tokens
+   the state could read that the last token bans).  A token continues the
+   chunk (pair check against the previous token) and, where ``D`` has a
+   ``BOUNDARY`` arc, the next token may instead start a new chunk (nothing
+   banned).  Both can be alive at once until the text decides, so the
+   configurations are grouped into subsets; subsets stay small because the
+   chunking is a function of the text.  The result is minimized.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..automata import DFA, difference, minimize, shortest_accepted, trim
+from ..automata.errors import StateLimitExceeded
+from ..bpe import START, CanonicalAutomaton
+from ..errors import BpefstError
+from ..regex import alphabet_for, compile_regex
+from ..regex.utf8 import utf8_dfa
+from ..tokenizer import PRESETS, BPEModel
+from .agnostic import SpellingTrie, token_arcs
+from .chunking import Chunker, chunker_for, rules_for
+
+BOUNDARY = 1 << 40  # larger than any token id; never in a spelling trie
+_NOTHING: frozenset[int] = frozenset()
+
+
+def promote_pretokenized(pattern: DFA, model: BPEModel, automaton: CanonicalAutomaton, trie: SpellingTrie | None = None,
+                         pretokenizer: str | None = None, max_states: int | None = None) -> DFA:
+    """Minimal DFA of ``{encode_ordinary(s) : s in L(pattern)}`` (see the module docstring).
+
+    ``pretokenizer`` is the pre-tokenization pattern (default: the model's).
+    Raises :class:`BpefstError` for a pattern without chunk rules (see
+    :func:`chunker_or_whole`).
+    """
+    trie = trie or SpellingTrie.from_model(model)
+    chunker = chunker_or_whole(pattern, model, model.pattern if pretokenizer is None else pretokenizer)
+    if chunker is None:  # the whole match is one chunk
+        from .agnostic import promote_agnostic
+        from .canonical import intersect_canonical
+
+        return intersect_canonical(promote_agnostic(pattern, model, trie, minimal=False), automaton, max_states=max_states)
+    chunked = chunked_pattern(pattern, model, chunker, max_states)
+    return canonical_subsets(chunked, trie, automaton, max_states)
+
+
+def chunker_or_whole(pattern: DFA, model: BPEModel, pretokenizer: str | None) -> Chunker | None:
+    """The chunker for ``pretokenizer``, or None when every match is one chunk anyway.
+
+    None for no pre-tokenization, and for HF's ``whitespace`` pattern
+    (``\\w+|[^\\w\\s]+``) when every match is a single ``\\w`` run or a
+    single run of other non-space characters (that pattern drops text, which
+    a token automaton cannot model, so other patterns are refused).
+    """
+    if pretokenizer is None:
+        return None
+    if pretokenizer == PRESETS["whitespace"]:
+        _require_single_whitespace_chunk(pattern, model)
+        return None
+    return chunker_for(rules_for(pretokenizer).preset)  # type: ignore[union-attr]
+
+
+def _require_single_whitespace_chunk(pattern: DFA, model: BPEModel) -> None:
+    one_chunk = compile_regex(PRESETS["whitespace"], alphabet_for(model))
+    witness = shortest_accepted(difference(pattern, one_chunk))
+    if witness is not None:
+        text = "".join(model.vocab[i] if isinstance(model.vocab[i], str) else model.vocab[i].decode("utf-8", "replace") for i in witness)
+        raise BpefstError(f"the pattern matches {text!r}, which the whitespace pre-tokenizer splits or trims, and promote "
+                          f"cannot model that; pass --no-pretokenize to treat each match as one chunk")
+
+
+# ---------------------------------------------------------------- step 1: the chunked pattern
+def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states: int | None = None) -> DFA:
+    """``pattern x chunker`` over base symbols and :data:`BOUNDARY` (trimmed).
+
+    A state is ``(pattern state, chunker state, decoder state)``; the decoder
+    state is 0 between characters (character-level models always).
+    """
+    step_symbol = _symbol_stepper(model, chunker)
+    chunks = chunker.dfa.transitions
+    cut = chunker.boundary
+    index: dict[tuple[int, int, int], int] = {}
+    states: list[tuple[int, int, int]] = []
+    rows: list[dict[int, int]] = []
+
+    def number(state: tuple[int, int, int]) -> int:
+        k = index.get(state)
+        if k is None:
+            k = index[state] = len(states)
+            states.append(state)
+            if max_states is not None and k >= max_states:
+                raise StateLimitExceeded("the chunked pattern", max_states)
+        return k
+
+    number((pattern.start, chunker.dfa.start, 0))
+    finals = []
+    for p, c, d in states:  # grows while we iterate
+        row: dict[int, int] = {}
+        for symbol, p_next in pattern.transitions[p].items():
+            moved = step_symbol(c, d, symbol)
+            if moved is not None:
+                row[symbol] = number((p_next, *moved))
+        if d == 0 and cut in chunks[c]:
+            row[BOUNDARY] = number((p, chunks[c][cut], 0))
+        if d == 0 and p in pattern.finals and c in chunker.dfa.finals:
+            finals.append(len(rows))
+        rows.append(row)
+    return trim(DFA(rows, 0, frozenset(finals), check=False))
+
+
+def _symbol_stepper(model: BPEModel, chunker: Chunker):
+    """``(chunker state, decoder state, base symbol) -> (chunker state, decoder state)`` or None."""
+    chunks = chunker.dfa.transitions
+    if model.level == "byte":
+        decoder = utf8_decoder(chunker.rules.preset)
+        raw = {i: model.vocab[i][0] for i in model.base_ids}
+
+        def step(c: int, d: int, symbol: int):
+            b = raw.get(symbol)
+            nxt = None if b is None else decoder[d].get(b)
+            if nxt is None:
+                return None
+            if nxt >= 0:
+                return c, nxt
+            c = chunks[c].get(-1 - nxt)
+            return None if c is None else (c, 0)
+
+        return step
+    if model.end_of_word_suffix:
+        raise BpefstError("pre-tokenization-aware promotion does not support end-of-word suffixes; pass --no-pretokenize")
+    atoms = {}
+    for i in model.base_ids:
+        text = model.vocab[i]
+        if isinstance(text, str) and len(text) == 1:
+            atoms[i] = chunker.atom_of(ord(text))
+
+    def step_char(c: int, d: int, symbol: int):
+        atom = atoms.get(symbol)
+        c = None if atom is None else chunks[c].get(atom)
+        return None if c is None else (c, 0)
+
+    return step_char
+
+
+@lru_cache(maxsize=None)
+def utf8_decoder(preset: str) -> list[dict[int, int]]:
+    """A DFA reading one UTF-8 character: ``rows[d][byte]`` is the next state, or ``-1 - atom`` at its end.
+
+    The union of :func:`utf8_dfa` of every atom's code points, determinized;
+    atoms are disjoint and UTF-8 is a prefix code, so each exit names one atom.
+    Invalid UTF-8 has no path.
+    """
+    automata = [utf8_dfa(ranges) for ranges in chunker_for(preset).atom_ranges]
+    start = frozenset((k, a.start) for k, a in enumerate(automata) if a.transitions[a.start])
+    index = {start: 0}
+    queue = [start]
+    rows: list[dict[int, int]] = []
+    for subset in queue:
+        moves: dict[int, set[tuple[int, int]]] = {}
+        for k, q in subset:
+            for byte, r in automata[k].transitions[q].items():
+                moves.setdefault(byte, set()).add((k, r))
+        row: dict[int, int] = {}
+        for byte, targets in moves.items():
+            done = [k for k, r in targets if r in automata[k].finals]
+            if done:
+                assert len(targets) == 1, "atoms overlap"
+                row[byte] = -1 - done[0]
+                continue
+            key = frozenset(targets)
+            if key not in index:
+                index[key] = len(queue)
+                queue.append(key)
+            row[byte] = index[key]
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- steps 2-3: lattice and subsets
+def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, max_states: int | None = None) -> DFA:
+    """The canonical token DFA over the chunked pattern (step 3 of the module docstring), minimized.
+
+    A configuration is ``(q, banned)``: lattice state ``q`` and the tokens
+    ``q`` can read that the previous token of the chunk bans.  Reading ``t``
+    on the arc ``q -t-> r`` leads to ``(r, BANNED(t) ∩ out(r))`` and, if ``r``
+    has a ``BOUNDARY`` arc to ``r'``, also to ``(r', {})``.
+    """
+    allowed = automaton.allowed
+    transitions = chunked.transitions
+    out: list[dict[int, int] | None] = [None] * len(transitions)
+
+    def arcs(q: int) -> dict[int, int]:
+        row = out[q]
+        if row is None:
+            row = out[q] = {t: r for t, r in token_arcs(chunked, trie, q).items() if allowed(START, t)}
+        return row
+
+    banned_memo: dict[tuple[int, int], frozenset[int]] = {}
+
+    def successors(t: int, r: int) -> tuple[tuple[int, frozenset[int]], ...]:
+        """The configurations the arc ``-t-> r`` leads to (memoized)."""
+        key = (t, r)
+        banned = banned_memo.get(key)
+        if banned is None:
+            banned = banned_memo[key] = frozenset(v for v in arcs(r) if not allowed(t, v))
+        after = transitions[r].get(BOUNDARY)
+        return ((r, banned),) if after is None else ((r, banned), (after, _NOTHING))
+
+    start = frozenset({(chunked.start, _NOTHING)})
+    index = {start: 0}
+    queue = [start]
+    rows: list[dict[int, int]] = []
+    finals = []
+    chunked_finals = chunked.finals
+    for subset in queue:  # grows while we iterate
+        if any(q in chunked_finals for q, _ in subset):
+            finals.append(len(rows))
+        moves: dict[int, set] = {}
+        for q, banned in subset:
+            for t, r in arcs(q).items():
+                if t not in banned:
+                    moves.setdefault(t, set()).update(successors(t, r))
+        row: dict[int, int] = {}
+        for t, targets in moves.items():
+            key = frozenset(targets)
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(queue)
+                queue.append(key)
+                if max_states is not None and k >= max_states:
+                    raise StateLimitExceeded("pre-tokenized canonical promotion", max_states)
+            row[t] = k
+        rows.append(row)
+    return minimize(DFA(rows, 0, frozenset(finals), check=False))

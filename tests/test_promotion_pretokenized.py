@@ -1,0 +1,242 @@
+"""Pre-tokenization-aware canonical promotion against independent oracles.
+
+(a) each chunker against ``regex.findall`` with the real pattern: every string
+    over class representatives up to length 5, random longer strings over all
+    members of the small classes, corpus lines, end-of-text cases;
+(b) the promoted automaton accepts exactly ``{Tokenizer.encode_ordinary(s)}``
+    over the pattern's (finite) language, for small random models and for the
+    real GPT-2 and cl100k tokenizers;
+(c) agnostic ⊇ pre-tokenized canonical, and equality with whole-match
+    canonical promotion on patterns that no chunk boundary cuts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from functools import lru_cache
+
+import pytest
+import regex
+
+from bpefst.automata import count_strings, difference, enumerate_strings, equivalent
+from bpefst.bpe import MergeForest, build_canonical
+from bpefst.errors import BpefstError
+from bpefst.pipeline.encoder import Tokenizer
+from bpefst.promotion import SpellingTrie, promote
+from bpefst.promotion.chunking import chunker_for
+from bpefst.regex import alphabet_for, compile_regex
+from bpefst.tokenizer import PRESETS, load_tokenizer
+from conftest import corpus_prefix, require_shared
+from small_models import random_byte_model
+
+CHUNKED_PRESETS = ("gpt2", "cl100k")
+
+
+# ---------------------------------------------------------------- (a) chunkers
+def placements(chunker, text: str) -> set[tuple[int, ...]]:
+    """Every boundary placement the chunker DFA accepts on ``text`` (cut positions)."""
+    atoms = chunker.atoms_of_text(text)
+    dfa, cut = chunker.dfa, chunker.boundary
+    rows = dfa.transitions
+    configs = {(dfa.start, ())}
+    for i, atom in enumerate(atoms):
+        if i:
+            configs |= {(rows[q][cut], cuts + (i,)) for q, cuts in configs if cut in rows[q]}
+        configs = {(rows[q][atom], cuts) for q, cuts in configs if atom in rows[q]}
+    return {cuts for q, cuts in configs if q in dfa.finals}
+
+
+def findall_cuts(preset: str, text: str) -> tuple[int, ...]:
+    chunks = regex.findall(PRESETS[preset], text)
+    assert "".join(chunks) == text
+    return tuple(itertools.accumulate(len(c) for c in chunks[:-1]))
+
+
+def check_texts(preset: str, texts) -> int:
+    chunker = chunker_for(preset)
+    count = 0
+    for text in texts:
+        assert placements(chunker, text) == {findall_cuts(preset, text)}, (preset, text, regex.findall(PRESETS[preset], text))
+        count += 1
+    return count
+
+
+def members(chunker, atom: int, rng: random.Random, limit: int = 6) -> list[str]:
+    """Up to ``limit`` code points of an atom: the first few and random ones."""
+    ranges = chunker.atom_ranges[atom]
+    first = [chr(c) for lo, hi in ranges[:3] for c in range(lo, min(hi, lo + 1) + 1)]
+    size = sum(hi - lo + 1 for lo, hi in ranges)
+    picks = []
+    for _ in range(limit):
+        k = rng.randrange(size)
+        for lo, hi in ranges:
+            if k <= hi - lo:
+                picks.append(chr(lo + k))
+                break
+            k -= hi - lo + 1
+    return [c for c in dict.fromkeys(first + picks) if not 0xD800 <= ord(c) <= 0xDFFF][:limit]
+
+
+@pytest.mark.parametrize("preset", CHUNKED_PRESETS)
+def test_chunker_exhaustive_over_class_representatives(preset: str) -> None:
+    chunker = chunker_for(preset)
+    reps = [chr(ranges[0][0]) if letter != "P" else "!" for letter, ranges in zip(chunker.letters, chunker.atom_ranges)]
+    texts = ("".join(reps[k] for k in combo) for n in range(1, 6) for combo in itertools.product(range(len(reps)), repeat=n))
+    assert check_texts(preset, texts) == sum(len(reps) ** n for n in range(1, 6))
+
+
+@pytest.mark.parametrize("preset", CHUNKED_PRESETS)
+def test_chunker_random_strings_over_all_class_members(preset: str) -> None:
+    chunker = chunker_for(preset)
+    rng = random.Random(7)
+    pools = [members(chunker, k, rng) for k in range(len(chunker.letters))]
+    texts = []
+    for _ in range(3000):
+        n = rng.randint(6, 24)
+        texts.append("".join(rng.choice(rng.choice(pools)) for _ in range(n)))
+    assert check_texts(preset, texts) == 3000
+
+
+@pytest.mark.parametrize("preset", CHUNKED_PRESETS)
+def test_chunker_end_of_text_cases(preset: str) -> None:
+    texts = ["a  ", "a \n", "a\n", " ", "\n\n", "a \t", "a\t b", "x  \n y", "x \n\n", "1  \r\n", "'s  ", "'", "a'", " '",
+             "a   b", "a \n b", "\t1", " 1", "\u00a0x", "\u00a0 x", "'ll ", "'LL", "'ſ", "x\r\n\r\n", "!!\n\n x", " !\r\n"]
+    assert check_texts(preset, texts) == len(texts)
+
+
+@pytest.mark.parametrize("preset", CHUNKED_PRESETS)
+@pytest.mark.parametrize("corpus", ["pydocs", "fortunes"])
+def test_chunker_on_corpus_lines(preset: str, corpus: str) -> None:
+    lines = corpus_prefix(corpus, 150_000).splitlines(keepends=True)
+    texts = lines + ["".join(lines[i : i + 3]) for i in range(0, len(lines) - 3, 3)]
+    assert check_texts(preset, (t for t in texts if t)) > 1000
+
+
+# ---------------------------------------------------------------- (b) against encode_ordinary
+def accepted_all(dfa, limit: int = 200_000) -> set[tuple[int, ...]]:
+    """Every sequence a DFA with a finite language accepts."""
+    found: set[tuple[int, ...]] = set()
+
+    def walk(q: int, seq: list[int]) -> None:
+        assert len(found) < limit and len(seq) < 64, "language too large"
+        if q in dfa.finals:
+            found.add(tuple(seq))
+        for t, r in dfa.transitions[q].items():
+            seq.append(t)
+            walk(r, seq)
+            seq.pop()
+
+    walk(dfa.start, [])
+    return found
+
+
+def expected_encodings(model, tokenizer: Tokenizer, pattern_dfa) -> set[tuple[int, ...]]:
+    texts = (b"".join(model.vocab[i] for i in s).decode("utf-8") for s in enumerate_strings(pattern_dfa, 64))
+    return {tuple(tokenizer.encode_ordinary(text)) for text in texts}
+
+
+def check_against_encoder(model, automaton, trie, tokenizer, pattern: str) -> int:
+    dfa = compile_regex(pattern, alphabet_for(model))
+    assert count_strings(dfa, 64) < 30_000, pattern
+    promoted = promote(dfa, model, "canonical", automaton, trie, pretokenize=True).dfa
+    expected = expected_encodings(model, tokenizer, dfa)
+    assert accepted_all(promoted) == expected, pattern
+    agnostic = promote(dfa, model, "agnostic", automaton, trie).dfa
+    assert difference(promoted, agnostic).is_empty(), pattern  # (c) agnostic contains it
+    return len(expected)
+
+
+SMALL_PATTERNS = [
+    r"(ab|a1|1\.)( ?(ab|1|b\.)){0,2}",
+    r"(a|b| ){1,5}",
+    r"a'(s|ll|x)( b)?",
+    r"[ab]{1,2} {1,3}\n?",
+    r"1{1,5}\.?a?",
+    r"( |\n){1,3}[ab]",
+]
+
+
+@pytest.mark.parametrize("preset", CHUNKED_PRESETS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_small_models(preset: str, seed: int) -> None:
+    model = random_byte_model(seed, alphabet=b"ab1. '\ns", num_merges=30, pattern=PRESETS[preset])
+    automaton = build_canonical(MergeForest.from_model(model), "explicit")
+    trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
+    for pattern in SMALL_PATTERNS:
+        check_against_encoder(model, automaton, trie, tokenizer, pattern)
+
+
+REAL_PATTERNS = [
+    r"[1-4]{1,4}(\.[05]{1,2})?",  # digits with punctuation
+    r"20[12][0-9]-(0[1-9]|1[0-2])-[0-3][0-9]",  # dates
+    r"(a|b| ){1,6}",
+    r"(hello|world)( {1,3}(hello|world)){0,2}",  # words with spaces
+    r"(I|you|They|HE)'(ll|ve|re|d|s|LL|S)",  # contractions
+    r"(ok|no)[ \t]{0,3}\n{0,2}",  # trailing whitespace and newlines
+    r"x( {1,3}|\t| \n)(y|1|!)",  # whitespace runs before a word
+    r"[àéü]{1,2}( [αβ]{1,2})?[.,]?",  # non-ASCII letters
+    r"(😀|👍|🎉){1,3}( ?!)?",  # emoji
+    r"'[a-c' ]{0,3}",  # apostrophes that start no contraction
+    r"(\r\n|\n|  ){1,3}[a-c]?",
+]
+
+
+@lru_cache(maxsize=None)
+def real(name: str):
+    sources = {"cl100k": "tiktoken/cl100k_base.tiktoken.gz", "gpt2": "gpt2/vocab.json"}
+    model = load_tokenizer(require_shared() / sources[name])
+    automaton = build_canonical(MergeForest.from_model(model), "implicit")
+    return model, automaton, SpellingTrie.from_model(model), Tokenizer(model)
+
+
+def test_enough_real_patterns() -> None:
+    assert len(REAL_PATTERNS) >= 8
+
+
+@pytest.mark.parametrize("name", ["cl100k", "gpt2"])
+def test_real_tokenizers(name: str) -> None:
+    model, automaton, trie, tokenizer = real(name)
+    total = sum(check_against_encoder(model, automaton, trie, tokenizer, pattern) for pattern in REAL_PATTERNS)
+    assert total > 10_000
+
+
+# ---------------------------------------------------------------- (c) one chunk: same as before
+ONE_CHUNK_PATTERNS = [r"(hello|help|world)", r"[a-z]{1,2}", r" (the|them|then)", r"[0-9]{1,3}", r"(!|\?|\.){1,3}"]
+
+
+@pytest.mark.parametrize("name", ["cl100k", "gpt2"])
+def test_one_chunk_patterns_unchanged(name: str) -> None:
+    model, automaton, trie, _ = real(name)
+    for pattern in ONE_CHUNK_PATTERNS:
+        dfa = compile_regex(pattern, alphabet_for(model))
+        new = promote(dfa, model, "canonical", automaton, trie, pretokenize=True).dfa
+        old = promote(dfa, model, "canonical", automaton, trie).dfa
+        assert equivalent(new, old), pattern
+
+
+def test_uncut_patterns_keep_canonical_direct_and_cut_ones_refuse_it() -> None:
+    model = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=PRESETS["cl100k"])
+    dfa = compile_regex(r"(ab|ba){1,3}", alphabet_for(model))
+    direct = promote(dfa, model, "canonical-direct", pretokenize=True).dfa
+    assert equivalent(direct, promote(dfa, model, "canonical", pretokenize=True).dfa)
+    with pytest.raises(BpefstError, match="canonical-direct does not model"):
+        promote(compile_regex(r"ab 1", alphabet_for(model)), model, "canonical-direct", pretokenize=True)
+
+
+def test_unsupported_patterns_are_refused() -> None:
+    model = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=r"\w+|\s")
+    dfa = compile_regex(r"ab", alphabet_for(model))
+    with pytest.raises(BpefstError, match="custom pre-tokenization pattern.*--no-pretokenize"):
+        promote(dfa, model, "canonical", pretokenize=True)
+    with pytest.raises(BpefstError, match="o200k"):
+        promote(dfa, model, "canonical", pretokenize="o200k")
+    assert not promote(dfa, model, "canonical").dfa.is_empty()  # the old behaviour needs no pattern rules
+
+
+def test_whitespace_pattern_only_when_no_match_is_cut() -> None:
+    model = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=PRESETS["whitespace"])
+    one_word = compile_regex(r"(ab|b1){1,2}", alphabet_for(model))
+    assert equivalent(promote(one_word, model, "canonical", pretokenize=True).dfa, promote(one_word, model, "canonical").dfa)
+    with pytest.raises(BpefstError, match="whitespace pre-tokenizer"):
+        promote(compile_regex(r"ab a", alphabet_for(model)), model, "canonical", pretokenize=True)
