@@ -50,12 +50,12 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
         transitions = [{t: r for t, r in row.items() if t not in unreachable} if unreachable.intersection(row) else row
                        for row in transitions]
     out_masks: list[int | None] = [None] * len(transitions)
-    token_class, class_banned, bit_of, token_of_bit = _banned_view(transitions, automaton)
+    token_class, class_banned, bit_of, token_of_bit = banned_view(transitions, automaton)
     if bit_of is None:
-        _out_mask = _mask
+        _out_mask = token_mask
     else:
         def _out_mask(row) -> int:
-            return _mask(map(bit_of.__getitem__, row))
+            return token_mask(map(bit_of.__getitem__, row))
     bits = len(reachable) if bit_of is None else len(bit_of)
 
     # Product states by lattice state, then by banned bitset.  For large vocabularies
@@ -188,7 +188,7 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
     return minimize(product) if minimal else trim(product)
 
 
-def _banned_view(transitions: list[dict[int, int]], automaton: CanonicalAutomaton):
+def banned_view(transitions: list[dict[int, int]], automaton: CanonicalAutomaton):
     """``(token_class, class_banned, bit_of, token_of_bit)``: banned sets as bitsets, by class.
 
     Explicit encoding: A_BPE's own classes and bitsets over token ids
@@ -207,7 +207,7 @@ def _banned_view(transitions: list[dict[int, int]], automaton: CanonicalAutomato
     return token_class, list(classes), {t: i for i, t in enumerate(tokens)}, tokens
 
 
-def _mask(tokens) -> int:
+def token_mask(tokens) -> int:
     """The bitset of ``tokens``; through a bytearray for long rows (``|=`` on a growing int is quadratic)."""
     tokens = list(tokens)
     if len(tokens) < 64:
@@ -231,8 +231,8 @@ def product_size_bound(lattice: DFA, automaton: CanonicalAutomaton) -> tuple[int
     too large to materialize (e-mail or JSON patterns over 50k-100k vocabularies).
     """
     transitions = [{t: r for t, r in row.items() if automaton.reachable[t]} for row in lattice.transitions]
-    token_class, class_banned, bit_of, _ = _banned_view(transitions, automaton)
-    masks = [_mask(row if bit_of is None else map(bit_of.__getitem__, row)) for row in transitions]
+    token_class, class_banned, bit_of, _ = banned_view(transitions, automaton)
+    masks = [token_mask(row if bit_of is None else map(bit_of.__getitem__, row)) for row in transitions]
     pairs = {(r, token_class[t]) for row in transitions for t, r in row.items()}
     states = {(r, class_banned[c] & masks[r]) for r, c in pairs}
     states.add((lattice.start, 0))

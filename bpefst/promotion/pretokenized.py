@@ -43,12 +43,13 @@ from functools import lru_cache
 
 from ..automata import DFA, difference, minimize, shortest_accepted, trim
 from ..automata.errors import StateLimitExceeded
-from ..bpe import START, CanonicalAutomaton
+from ..bpe import CanonicalAutomaton
 from ..errors import BpefstError
 from ..regex import alphabet_for, compile_regex
 from ..regex.utf8 import utf8_dfa
 from ..tokenizer import PRESETS, BPEModel
-from .agnostic import SpellingTrie, token_arcs
+from .agnostic import SpellingTrie, token_rows
+from .canonical import banned_view, token_mask
 from .chunking import Chunker, chunker_for, rules_for
 
 BOUNDARY = 1 << 40  # larger than any token id; never in a spelling trie
@@ -207,6 +208,36 @@ def utf8_decoder(preset: str) -> list[dict[int, int]]:
 
 
 # ---------------------------------------------------------------- steps 2-3: lattice and subsets
+def _banned_within(rows: list[dict[int, int]], automaton: CanonicalAutomaton):
+    """``(t, r) -> BANNED(t) ∩ out(r)`` as a frozenset, memoized by (token class, r).
+
+    The banned sets come as bitsets from :func:`.canonical.banned_view` (the
+    explicit encoding's own, or the implicit one's restricted to the lattice's
+    tokens), so no pair is walked one by one.
+    """
+    token_class, class_banned, bit_of, token_of_bit = banned_view(rows, automaton)
+    out_masks: list[int | None] = [None] * len(rows)
+    memo: dict[tuple[int, int], frozenset[int]] = {}
+
+    def banned_within(t: int, r: int) -> frozenset[int]:
+        c = token_class[t]
+        found = memo.get((c, r))
+        if found is None:
+            mask = out_masks[r]
+            if mask is None:
+                mask = out_masks[r] = token_mask(rows[r] if bit_of is None else map(bit_of.__getitem__, rows[r]))
+            mask &= class_banned[c]
+            tokens = []
+            while mask:  # a handful of bits
+                bit = mask.bit_length() - 1
+                tokens.append(bit if token_of_bit is None else token_of_bit[bit])
+                mask ^= 1 << bit
+            found = memo[(c, r)] = frozenset(tokens)
+        return found
+
+    return banned_within
+
+
 def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, max_states: int | None = None) -> DFA:
     """The canonical token DFA over the chunked pattern (step 3 of the module docstring), minimized.
 
@@ -215,24 +246,14 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
     on the arc ``q -t-> r`` leads to ``(r, BANNED(t) ∩ out(r))`` and, if ``r``
     has a ``BOUNDARY`` arc to ``r'``, also to ``(r', {})``.
     """
-    allowed = automaton.allowed
     transitions = chunked.transitions
-    out: list[dict[int, int] | None] = [None] * len(transitions)
-
-    def arcs(q: int) -> dict[int, int]:
-        row = out[q]
-        if row is None:
-            row = out[q] = {t: r for t, r in token_arcs(chunked, trie, q).items() if allowed(START, t)}
-        return row
-
-    banned_memo: dict[tuple[int, int], frozenset[int]] = {}
+    reachable = automaton.reachable
+    lattice = [{t: r for t, r in row.items() if reachable[t]} for row in token_rows(chunked, trie)]
+    banned_within = _banned_within(lattice, automaton)
 
     def successors(t: int, r: int) -> tuple[tuple[int, frozenset[int]], ...]:
-        """The configurations the arc ``-t-> r`` leads to (memoized)."""
-        key = (t, r)
-        banned = banned_memo.get(key)
-        if banned is None:
-            banned = banned_memo[key] = frozenset(v for v in arcs(r) if not allowed(t, v))
+        """The configurations the arc ``-t-> r`` leads to."""
+        banned = banned_within(t, r)
         after = transitions[r].get(BOUNDARY)
         return ((r, banned),) if after is None else ((r, banned), (after, _NOTHING))
 
@@ -247,7 +268,7 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
             finals.append(len(rows))
         moves: dict[int, set] = {}
         for q, banned in subset:
-            for t, r in arcs(q).items():
+            for t, r in lattice[q].items():
                 if t not in banned:
                     moves.setdefault(t, set()).update(successors(t, r))
         row: dict[int, int] = {}
