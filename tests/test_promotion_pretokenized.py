@@ -1,11 +1,13 @@
 """Pre-tokenization-aware canonical promotion against independent oracles.
 
 (a) each chunker against ``regex.findall`` with the real pattern: every string
-    over class representatives up to length 5, random longer strings over all
-    members of the small classes, corpus lines, end-of-text cases;
+    over class representatives up to length 5 (o200k, with more classes: up to
+    length 4, plus random strings of length 5 and 6 over the representatives),
+    random longer strings over all members of the small classes, corpus lines,
+    end-of-text cases;
 (b) the promoted automaton accepts exactly ``{Tokenizer.encode_ordinary(s)}``
     over the pattern's (finite) language, for small random models and for the
-    real GPT-2 and cl100k tokenizers;
+    real GPT-2, cl100k and o200k tokenizers;
 (c) agnostic ⊇ pre-tokenized canonical, and equality with whole-match
     canonical promotion on patterns that no chunk boundary cuts.
 """
@@ -30,7 +32,8 @@ from bpefst.tokenizer import PRESETS, load_tokenizer
 from conftest import corpus_prefix, require_shared
 from small_models import random_byte_model
 
-CHUNKED_PRESETS = ("gpt2", "cl100k")
+CHUNKED_PRESETS = ("gpt2", "cl100k", "o200k")
+EXHAUSTIVE_LENGTH = {"gpt2": 5, "cl100k": 5, "o200k": 4}  # o200k: 19 classes, 19**5 strings take ~30 s
 
 
 # ---------------------------------------------------------------- (a) chunkers
@@ -78,12 +81,23 @@ def members(chunker, atom: int, rng: random.Random, limit: int = 6) -> list[str]
     return [c for c in dict.fromkeys(first + picks) if not 0xD800 <= ord(c) <= 0xDFFF][:limit]
 
 
+def representatives(chunker) -> list[str]:
+    return [chr(ranges[0][0]) if letter != "P" else "!" for letter, ranges in zip(chunker.letters, chunker.atom_ranges)]
+
+
 @pytest.mark.parametrize("preset", CHUNKED_PRESETS)
 def test_chunker_exhaustive_over_class_representatives(preset: str) -> None:
-    chunker = chunker_for(preset)
-    reps = [chr(ranges[0][0]) if letter != "P" else "!" for letter, ranges in zip(chunker.letters, chunker.atom_ranges)]
-    texts = ("".join(reps[k] for k in combo) for n in range(1, 6) for combo in itertools.product(range(len(reps)), repeat=n))
-    assert check_texts(preset, texts) == sum(len(reps) ** n for n in range(1, 6))
+    reps = representatives(chunker_for(preset))
+    top = EXHAUSTIVE_LENGTH[preset] + 1
+    texts = ("".join(reps[k] for k in combo) for n in range(1, top) for combo in itertools.product(range(len(reps)), repeat=n))
+    assert check_texts(preset, texts) == sum(len(reps) ** n for n in range(1, top))
+
+
+def test_o200k_chunker_random_class_strings_beyond_the_exhaustive_length() -> None:
+    reps = representatives(chunker_for("o200k"))
+    rng = random.Random(11)
+    texts = ["".join(rng.choice(reps) for _ in range(n)) for n in (5, 6) for _ in range(60_000)]
+    assert check_texts("o200k", texts) == 120_000
 
 
 @pytest.mark.parametrize("preset", CHUNKED_PRESETS)
@@ -101,7 +115,10 @@ def test_chunker_random_strings_over_all_class_members(preset: str) -> None:
 @pytest.mark.parametrize("preset", CHUNKED_PRESETS)
 def test_chunker_end_of_text_cases(preset: str) -> None:
     texts = ["a  ", "a \n", "a\n", " ", "\n\n", "a \t", "a\t b", "x  \n y", "x \n\n", "1  \r\n", "'s  ", "'", "a'", " '",
-             "a   b", "a \n b", "\t1", " 1", "\u00a0x", "\u00a0 x", "'ll ", "'LL", "'ſ", "x\r\n\r\n", "!!\n\n x", " !\r\n"]
+             "a   b", "a \n b", "\t1", " 1", "\u00a0x", "\u00a0 x", "'ll ", "'LL", "'ſ", "x\r\n\r\n", "!!\n\n x", " !\r\n",
+             "%\n/", "%\n/!", "a\n/\n", " /\r\n/x", "\n  ", "x\n\t", "ªA", "Aª", "AªA", "ABc", "aBC", "HELLOworld",
+             "DON'T", "don'tx", "A'S", "a'", "A'r", "a'l", "ª'll", "\u0300", " \u0300", "!\u0300A", "A\u0300B", "e\u0301'S",
+             "\u0300\u0300A", "ǅx", "ǅ", "Ⅻ1", "'A", " 'A", "/a", "/A"]
     assert check_texts(preset, texts) == len(texts)
 
 
@@ -157,6 +174,15 @@ SMALL_PATTERNS = [
 ]
 
 
+# o200k: letter case decides where a word ends, and line breaks and slashes trail punctuation
+SMALL_O200K_PATTERNS = [
+    r"(a|A|S){1,4}('S|'s)?",
+    r"(\.|a|A)(\n|/){1,3}",
+    r"(A|\.)( |\n){1,3}",
+    r" ?\.(\.|/)?(aA|Aa)",
+]
+
+
 @pytest.mark.parametrize("preset", CHUNKED_PRESETS)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_small_models(preset: str, seed: int) -> None:
@@ -164,6 +190,15 @@ def test_small_models(preset: str, seed: int) -> None:
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
     trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
     for pattern in SMALL_PATTERNS:
+        check_against_encoder(model, automaton, trie, tokenizer, pattern)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_small_o200k_models(seed: int) -> None:
+    model = random_byte_model(seed, alphabet=b"aAS1. '\n/", num_merges=30, pattern=PRESETS["o200k"])
+    automaton = build_canonical(MergeForest.from_model(model), "explicit")
+    trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
+    for pattern in SMALL_O200K_PATTERNS:
         check_against_encoder(model, automaton, trie, tokenizer, pattern)
 
 
@@ -180,11 +215,21 @@ REAL_PATTERNS = [
     r"'[a-c' ]{0,3}",  # apostrophes that start no contraction
     r"(\r\n|\n|  ){1,3}[a-c]?",
 ]
+# o200k's differences from cl100k: case runs, marks, contraction suffixes, slashes after punctuation
+O200K_PATTERNS = [
+    r"(Hello|HELLO|hello)(World|WORLD|world)?('s|'S|'ll)?",
+    "(e|E|a)\u0301{1,2}(A|b)?",  # combining marks (\p{M}: letter-like and punctuation-like)
+    "(\u00aa|A|a){1,3}",  # ª is Lo: lower and upper
+    r"(%|!|a)[\r\n/]{1,3}",
+    r"(ok|\.)[ \n]{1,3}",
+    " ?\u0300(a|A|!)?",
+]
 
 
 @lru_cache(maxsize=None)
 def real(name: str):
-    sources = {"cl100k": "tiktoken/cl100k_base.tiktoken.gz", "gpt2": "gpt2/vocab.json"}
+    sources = {"cl100k": "tiktoken/cl100k_base.tiktoken.gz", "o200k": "tiktoken/o200k_base.tiktoken.gz",
+               "gpt2": "gpt2/vocab.json"}
     model = load_tokenizer(require_shared() / sources[name])
     automaton = build_canonical(MergeForest.from_model(model), "implicit")
     return model, automaton, SpellingTrie.from_model(model), Tokenizer(model)
@@ -194,10 +239,11 @@ def test_enough_real_patterns() -> None:
     assert len(REAL_PATTERNS) >= 8
 
 
-@pytest.mark.parametrize("name", ["cl100k", "gpt2"])
+@pytest.mark.parametrize("name", ["cl100k", "o200k", "gpt2"])
 def test_real_tokenizers(name: str) -> None:
     model, automaton, trie, tokenizer = real(name)
-    total = sum(check_against_encoder(model, automaton, trie, tokenizer, pattern) for pattern in REAL_PATTERNS)
+    patterns = REAL_PATTERNS + (O200K_PATTERNS if name == "o200k" else [])
+    total = sum(check_against_encoder(model, automaton, trie, tokenizer, pattern) for pattern in patterns)
     assert total > 10_000
 
 
@@ -205,7 +251,7 @@ def test_real_tokenizers(name: str) -> None:
 ONE_CHUNK_PATTERNS = [r"(hello|help|world)", r"[a-z]{1,2}", r" (the|them|then)", r"[0-9]{1,3}", r"(!|\?|\.){1,3}"]
 
 
-@pytest.mark.parametrize("name", ["cl100k", "gpt2"])
+@pytest.mark.parametrize("name", ["cl100k", "o200k", "gpt2"])
 def test_one_chunk_patterns_unchanged(name: str) -> None:
     model, automaton, trie, _ = real(name)
     for pattern in ONE_CHUNK_PATTERNS:
@@ -229,8 +275,7 @@ def test_unsupported_patterns_are_refused() -> None:
     dfa = compile_regex(r"ab", alphabet_for(model))
     with pytest.raises(BpefstError, match="custom pre-tokenization pattern.*--no-pretokenize"):
         promote(dfa, model, "canonical", pretokenize=True)
-    with pytest.raises(BpefstError, match="o200k"):
-        promote(dfa, model, "canonical", pretokenize="o200k")
+    assert not promote(dfa, model, "canonical", pretokenize="o200k").dfa.is_empty()  # o200k is modelled
     assert not promote(dfa, model, "canonical").dfa.is_empty()  # the old behaviour needs no pattern rules
 
 

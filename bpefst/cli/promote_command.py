@@ -53,8 +53,8 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
 
     COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
     accepts token sequences spelling a whole match; with the canonical modes,
-    only the tokenization the tokenizer gives that match.  For the gpt2 and
-    cl100k pre-tokenization patterns `canonical` follows the pattern: no token
+    only the tokenization the tokenizer gives that match.  For the gpt2,
+    cl100k and o200k pre-tokenization patterns `canonical` follows them: no token
     spans a chunk boundary of findall(pattern, text), and only pairs inside a
     chunk must be canonical, so the result accepts exactly encode(text) for
     each match (`--no-pretokenize`: the whole match as one chunk;

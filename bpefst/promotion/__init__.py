@@ -4,7 +4,7 @@
 - ``canonical``: the lattice intersected with A_BPE (Eq. 5)
 - ``direct``: Algorithm 2 merge by merge on the pattern (Eq. 4)
 - ``chunking``, ``pretokenized``: canonical promotion that follows a
-  tokenizer's pre-tokenization (gpt2, cl100k): the chunk-boundary automaton
+  tokenizer's pre-tokenization (gpt2, cl100k, o200k): the chunk-boundary automaton
   and the product with it
 - ``promote``: the routes behind one call, with stage timings
 - ``guided``: the decoding API over a promoted automaton

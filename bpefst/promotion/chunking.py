@@ -1,6 +1,6 @@
 """Chunk-boundary automata: where a pre-tokenization regex cuts a text, as a DFA.
 
-A real BPE tokenizer (GPT-2, cl100k) first cuts the text with its pattern
+A real BPE tokenizer (GPT-2, cl100k, o200k) first cuts the text with its pattern
 ``R`` (``regex.findall(R, s)``) and runs BPE on each chunk separately (seed 001
 Sec. 1 and 6: pre-tokenization keeps BPE's inputs short; seed 000 Sec. 6.4-6.5
 promote one chunk at a time).  To promote a pattern for such a tokenizer we
@@ -25,10 +25,13 @@ the text; an empty ``follow`` asks nothing).  ``follow`` encodes maximality
 (``\\p{L}++`` stops before a non-letter), the lookahead ``\\s+(?!\\S)``, the
 ``$`` of ``\\s++$`` and the earlier alternatives that must fail (an apostrophe
 starts a contraction chunk when it can).  The forms were derived by hand from
-the alternatives' order, greediness and possessiveness, and are *proved* by
-brute force against ``regex.findall`` with the real pattern
-(``tests/test_promotion_pretokenized.py``: every class string up to length 6,
-random longer strings, corpus lines).
+the alternatives' order, greediness and possessiveness (o200k's quantifiers
+are not possessive: its forms describe where backtracking ends, e.g. a run of
+upper-case-class letters gives back its last Lm/Lo/mark when no lower-case
+letter follows), and are *proved* by brute force against ``regex.findall``
+with the real pattern (``tests/test_promotion_pretokenized.py``: every class
+string up to length 5, for o200k up to length 4 plus random strings of length
+5 and 6, random longer strings over all class members, corpus lines).
 
 **Construction.**  An NFA guesses, at each chunk start, the form of the chunk;
 it reads the chunk in the form's ``chunk`` DFA, emits :data:`BOUNDARY` when the
@@ -119,7 +122,55 @@ CL100K_RULES = ChunkRules(
     ),
 )
 
-RULES: dict[str, ChunkRules] = {"gpt2": GPT2_RULES, "cl100k": CL100K_RULES}
+# o200k: [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+#       |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+#       |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+          (backtracking, not possessive)
+# atoms: ' ; contraction letters by role and case: s (s t m d ſ, lower), S (upper), r (r v), R, e, E, l, L;
+# a other lower-only (Ll), A other upper-only (Lu Lt), B both (Lm Lo), M marks (both letter classes, and also
+# prefix/punctuation: \p{M} is not \p{L}), N, F \r or \n, / slash, _ space, W other \s, P the rest.
+# Write "upper" = [SRELABM] (U), "lower" = [srelaBM] (Lw), letter-ish = their union.  With backtracking, the
+# letter core U*Lw+ at a position is: the maximal U-run, plus a lower-only letter right after it and the
+# maximal Lw-run from there (core A); else the U-run up to its last B/M (core B; exists only if it has one).
+# The prefix is taken when a core follows it (M as prefix gives the same chunk as M starting the core); the
+# second alternative is reached only for a run of upper-only letters not followed by lower-case or B/M.
+_O200K_CASED = (("s", "stmd"), ("r", "rv"), ("e", "e"), ("l", "l"))
+_O200K_LETTERISH = "SRELAsrelaBM"
+_O200K_CORE_A = "[SRELABM]*[srela][srelaBM]*"  # followed by a non-lower character
+_O200K_CORE_B = "[SRELABM]*[BM]"  # followed by upper-only letters and then a non-letter
+_O200K_CONTRACTION = "'([sS]|[rR][eE]|[lL][lL])"
+_O200K_NO_CONTRACTION = f"'([^sSrRlL]|{END_LETTER})|'[rR]([^eE]|{END_LETTER})|'[lL]([^lL]|{END_LETTER})"
+O200K_RULES = ChunkRules(
+    "o200k",
+    atoms=(("'", "'"),
+           # each contraction letter as (?i:...) folds it, split by case (its variants are all Ll or Lu)
+           *(atom for letter, chars in _O200K_CASED
+             for atom in ((letter, rf"(?=\p{{Ll}})(?i:[{chars}])"), (letter.upper(), f"(?i:[{chars}])"))),
+           ("a", r"\p{Ll}"), ("A", r"[\p{Lu}\p{Lt}]"), ("B", r"[\p{Lm}\p{Lo}]"), ("M", r"\p{M}"), ("N", r"\p{N}"),
+           ("F", r"[\r\n]"), ("/", "/"), ("_", " "), ("W", r"\s"), ("P", r"[\s\S]")),
+    forms=(
+        # first alternative ([^\r\n\p{L}\p{N}]? = ['M/_WP]), with or without a contraction suffix
+        (f"['M/_WP]?({_O200K_CORE_A}|{_O200K_CORE_B}){_O200K_CONTRACTION}", ""),
+        (f"['M/_WP]?{_O200K_CORE_A}", f"[^srelaBM']|{END_LETTER}|{_O200K_NO_CONTRACTION}"),
+        (f"['M/_WP]?{_O200K_CORE_B}",
+         f"[SRELA]+([^{_O200K_LETTERISH}]|{END_LETTER})|[^{_O200K_LETTERISH}']|{END_LETTER}|{_O200K_NO_CONTRACTION}"),
+        # second alternative: upper-only letters (a prefix M would be a core of its own)
+        (f"['/_WP]?[SRELA]+{_O200K_CONTRACTION}", ""),
+        (f"['/_WP]?[SRELA]+", f"[^{_O200K_LETTERISH}']|{END_LETTER}|{_O200K_NO_CONTRACTION}"),
+        ("NNN", ""),  # \p{N}{1,3}
+        ("NN?", f"[^N]|{END_LETTER}"),
+        # ' ?[^\s\p{L}\p{N}]+[\r\n/]*' (without the space only when no letter follows the first character)
+        ("_['/P]['M/P]*|['/P]['/P]['M/P]*", f"[^'M/PF]|{END_LETTER}"),
+        ("(_['/P]['M/P]*|['/P]['/P]['M/P]*|['/P])F[F/]*", f"[^F/]|{END_LETTER}"),
+        ("['/P]", f"[N_W]|{END_LETTER}"),
+        ("[_WF]*F", f"[_W]*([^_WF]|{END_LETTER})"),  # \s*[\r\n]+: up to the last line break of a run
+        ("[_W]+", END_LETTER),  # \s+(?!\S) reaching the end
+        ("[_W]+", f"[_W][^_WF{END_LETTER}]"),  # \s+(?!\S): all but the last of a run before \S
+        ("_", "N"),  # \s+: a single whitespace before \S that nothing above takes
+        ("W", "[N'/P]"),
+    ),
+)
+
+RULES: dict[str, ChunkRules] = {"gpt2": GPT2_RULES, "cl100k": CL100K_RULES, "o200k": O200K_RULES}
 SUPPORTED_PRESETS = tuple(RULES)
 
 

@@ -1,4 +1,4 @@
-"""Canonical promotion aware of pre-tokenization (GPT-2, cl100k).
+"""Canonical promotion aware of pre-tokenization (GPT-2, cl100k, o200k).
 
 **The rule.**  A real tokenizer cuts a text ``s`` with its pattern ``R``
 (``regex.findall(R, s)``) and runs BPE on each chunk.  So the token sequences
@@ -235,7 +235,7 @@ def _banned_within(rows: list[dict[int, int]], automaton: CanonicalAutomaton):
             found = memo[(c, r)] = frozenset(tokens)
         return found
 
-    return banned_within
+    return banned_within, token_class
 
 
 def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, max_states: int | None = None) -> DFA:
@@ -245,11 +245,17 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
     ``q`` can read that the previous token of the chunk bans.  Reading ``t``
     on the arc ``q -t-> r`` leads to ``(r, BANNED(t) ∩ out(r))`` and, if ``r``
     has a ``BOUNDARY`` arc to ``r'``, also to ``(r', {})``.
+
+    Most subsets hold one configuration.  Their rows are built as in
+    :mod:`.canonical`: where an arc ``q -t-> r`` leads depends only on ``r``
+    and the class of ``t``, so each lattice state's arcs are resolved once and
+    every single-configuration subset over ``q`` copies that row minus its few
+    banned tokens (C-level dict work instead of a Python step per arc).
     """
     transitions = chunked.transitions
     reachable = automaton.reachable
     lattice = [{t: r for t, r in row.items() if reachable[t]} for row in token_rows(chunked, trie)]
-    banned_within = _banned_within(lattice, automaton)
+    banned_within, token_class = _banned_within(lattice, automaton)
 
     def successors(t: int, r: int) -> tuple[tuple[int, frozenset[int]], ...]:
         """The configurations the arc ``-t-> r`` leads to."""
@@ -257,29 +263,86 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
         after = transitions[r].get(BOUNDARY)
         return ((r, banned),) if after is None else ((r, banned), (after, _NOTHING))
 
-    start = frozenset({(chunked.start, _NOTHING)})
-    index = {start: 0}
-    queue = [start]
+    index: dict[frozenset, int] = {}
+    queue: list[frozenset] = []
+
+    def number(subset: frozenset) -> int:
+        k = index.get(subset)
+        if k is None:
+            k = index[subset] = len(queue)
+            queue.append(subset)
+            if max_states is not None and k >= max_states:
+                raise StateLimitExceeded("pre-tokenized canonical promotion", max_states)
+        return k
+
+    arc_target: dict[tuple[int, int], int] = {}  # (class of t, r) -> the subset after -t-> r
+
+    def target(t: int, r: int) -> int:
+        key = (token_class[t], r)
+        k = arc_target.get(key)
+        if k is None:
+            k = arc_target[key] = number(frozenset(successors(t, r)))
+        return k
+
+    resolved: list[dict[int, int] | None] = [None] * len(lattice)
+    pending: list[set[int] | None] = [None] * len(lattice)
+
+    def single_row(q: int, banned: frozenset[int]) -> dict[int, int]:
+        """The row of the subset ``{(q, banned)}``; arcs banned at the first visit wait in ``pending[q]``."""
+        done = resolved[q]
+        if done is None:
+            done = resolved[q] = {}
+            pending[q] = set(banned)
+            for t, r in lattice[q].items():
+                if t not in banned:
+                    done[t] = target(t, r)
+        elif pending[q]:
+            now = pending[q] - banned
+            for t in now:
+                done[t] = target(t, lattice[q][t])
+            pending[q] -= now
+        row = dict(done)
+        for t in banned:
+            row.pop(t, None)
+        return row
+
+    def mixed_row(subset: frozenset) -> dict[int, int]:
+        """The row of a subset of several configurations: the union of their rows.
+
+        Typically the configurations read different tokens (letters that
+        continue a word, or a space-led token after a boundary); a token that
+        several of them read leads to the union of its successors.
+        """
+        parts = [single_row(q, banned) for q, banned in subset]
+        row: dict[int, int] = {}
+        for part in parts:
+            row.update(part)
+        if len(row) == sum(map(len, parts)):
+            return row
+        seen: set[int] = set()
+        shared: set[int] = set()
+        for part in parts:
+            shared.update(seen.intersection(part))
+            seen.update(part)
+        for t in shared:
+            targets = set()
+            for q, banned in subset:
+                r = lattice[q].get(t)
+                if r is not None and t not in banned:
+                    targets.update(successors(t, r))
+            row[t] = number(frozenset(targets))
+        return row
+
+    number(frozenset({(chunked.start, _NOTHING)}))
     rows: list[dict[int, int]] = []
     finals = []
     chunked_finals = chunked.finals
     for subset in queue:  # grows while we iterate
         if any(q in chunked_finals for q, _ in subset):
             finals.append(len(rows))
-        moves: dict[int, set] = {}
-        for q, banned in subset:
-            for t, r in lattice[q].items():
-                if t not in banned:
-                    moves.setdefault(t, set()).update(successors(t, r))
-        row: dict[int, int] = {}
-        for t, targets in moves.items():
-            key = frozenset(targets)
-            k = index.get(key)
-            if k is None:
-                k = index[key] = len(queue)
-                queue.append(key)
-                if max_states is not None and k >= max_states:
-                    raise StateLimitExceeded("pre-tokenized canonical promotion", max_states)
-            row[t] = k
-        rows.append(row)
+        if len(subset) == 1:
+            (q, banned), = subset
+            rows.append(single_row(q, banned))
+        else:
+            rows.append(mixed_row(subset))
     return minimize(DFA(rows, 0, frozenset(finals), check=False))
