@@ -101,6 +101,24 @@ def _require_single_whitespace_chunk(pattern: DFA, model: BPEModel) -> None:
 
 
 # ---------------------------------------------------------------- step 1: the chunked pattern
+class _Numbering:
+    """Numbers product states in the order they are first named; StateLimitExceeded past ``limit``."""
+
+    def __init__(self, what: str, limit: int | None):
+        self.what, self.limit = what, limit
+        self.index: dict = {}
+        self.keys: list = []  # state number -> key; grows while the caller iterates over it
+
+    def __call__(self, key) -> int:
+        k = self.index.get(key)
+        if k is None:
+            k = self.index[key] = len(self.keys)
+            self.keys.append(key)
+            if self.limit is not None and k >= self.limit:
+                raise StateLimitExceeded(self.what, self.limit)
+        return k
+
+
 def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states: int | None = None) -> DFA:
     """``pattern x chunker`` over base symbols and :data:`BOUNDARY` (trimmed).
 
@@ -110,19 +128,9 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     step_symbol = _symbol_stepper(model, chunker)
     chunks = chunker.dfa.transitions
     cut = chunker.boundary
-    index: dict[tuple[int, int, int], int] = {}
-    states: list[tuple[int, int, int]] = []
+    number = _Numbering("the chunked pattern", max_states)
+    states: list[tuple[int, int, int]] = number.keys
     rows: list[dict[int, int]] = []
-
-    def number(state: tuple[int, int, int]) -> int:
-        k = index.get(state)
-        if k is None:
-            k = index[state] = len(states)
-            states.append(state)
-            if max_states is not None and k >= max_states:
-                raise StateLimitExceeded("the chunked pattern", max_states)
-        return k
-
     number((pattern.start, chunker.dfa.start, 0))
     finals = []
     for p, c, d in states:  # grows while we iterate
@@ -263,18 +271,8 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
         after = transitions[r].get(BOUNDARY)
         return ((r, banned),) if after is None else ((r, banned), (after, _NOTHING))
 
-    index: dict[frozenset, int] = {}
-    queue: list[frozenset] = []
-
-    def number(subset: frozenset) -> int:
-        k = index.get(subset)
-        if k is None:
-            k = index[subset] = len(queue)
-            queue.append(subset)
-            if max_states is not None and k >= max_states:
-                raise StateLimitExceeded("pre-tokenized canonical promotion", max_states)
-        return k
-
+    number = _Numbering("pre-tokenized canonical promotion", max_states)
+    queue: list[frozenset] = number.keys
     arc_target: dict[tuple[int, int], int] = {}  # (class of t, r) -> the subset after -t-> r
 
     def target(t: int, r: int) -> int:
