@@ -119,6 +119,19 @@ def test_incremental_encoder_equals_encode_on_small_models(seed: int, text: str,
     assert ids + inc.finish() == expected
 
 
+@pytest.mark.parametrize("cache_size", [1, 7, 40, 10_000])
+def test_small_caches_give_the_same_ids(cache_size: int) -> None:
+    """Every cache path: misses filled per position (more distinct chunks than the cache
+    holds), the cache cleared before a fill, and filled in one pass."""
+    rng = random.Random(cache_size)
+    for seed in range(10):
+        model = random_byte_model(seed, alphabet=b"abc \n", num_merges=20, pattern=PRESETS["cl100k"])
+        tok, ref = Tokenizer(model, cache_size=cache_size), ReferenceEncoder(model)
+        for _ in range(5):
+            text = "".join(rng.choice(["a", "b", "c", " ", "\n", "ab", " abc", "  "]) for _ in range(rng.randint(0, 300)))
+            assert tok.encode(text) == ref.encode(text), (seed, text)
+
+
 def test_char_level_small_models_through_the_pipeline() -> None:
     rng = random.Random(9)
     for seed in range(30):
