@@ -194,12 +194,13 @@ class Tokenizer:
         else:  # nothing can hit: skip the first lookup pass
             found, missing = None, set(chunks)
         if missing:
+            if len(cache) + len(missing) > self.cache_size:  # start afresh with this text's chunks
+                cache.clear()
+                missing = set(chunks)
             if len(missing) > self.cache_size:
                 found = found or [None] * len(chunks)
                 self._fill_positions(chunks, found)
             else:
-                if len(cache) + len(missing) > self.cache_size:
-                    cache.clear()
                 self._fill_cache(missing)
                 found = list(map(cache.get, chunks))
         out.extend(chain.from_iterable(found))
