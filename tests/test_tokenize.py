@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpefst.cli.tokenize_command import compile_transducer_command, tokenize
+from bpefst.errors import BpefstError
 from bpefst.pipeline.encoder import Tokenizer, cut_rule_for, safe_cut
 from bpefst.pipeline.tokenize import tokenize_stream
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, save_tokenizer
@@ -258,3 +259,26 @@ def test_first_ids_appear_before_the_input_ends(small_tokenizer) -> None:
     finally:
         proc.stdin.close()
         proc.wait(30)
+
+
+def test_jobs_fork_children_give_the_reference_ids_and_raise_their_errors(small_tokenizer) -> None:
+    """``encode(jobs=J)``: parts in forked children, same ids, same errors, no child left behind."""
+    path, model = small_tokenizer
+    tok = Tokenizer(model)
+    rng = random.Random(5)
+    text = "".join(rng.choice(["a", "b", "c", " ", "ab", "cab ", "\n", " \n", "\n\n"]) for _ in range(60_000))
+    expected = ReferenceEncoder(model).encode(text)
+    for jobs in (2, 3):
+        assert tok.encode(text, jobs=jobs) == expected, jobs
+    bad = text + "\nab <|end|> c"
+    with pytest.raises(BpefstError) as serial:
+        tok.encode(bad)
+    for jobs in (2, 3):
+        with pytest.raises(BpefstError) as parallel:
+            tok.encode(bad, jobs=jobs)
+        assert str(parallel.value) == str(serial.value)
+    assert f"at character {len(text) + 4}" in str(serial.value)
+    try:  # every finished child was reaped: none is left as a zombie
+        assert os.waitpid(-1, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        pass

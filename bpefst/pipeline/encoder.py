@@ -27,7 +27,8 @@ from __future__ import annotations
 import atexit
 import gc
 import multiprocessing
-import os
+from array import array
+from functools import partial
 from itertools import chain, compress
 from operator import not_
 from typing import Iterable, Sequence
@@ -40,10 +41,14 @@ from ..tokenizer import BPEModel, ReferenceEncoder
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
+from .forking import ForkedCall, fork_available
 
 DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
 SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
 _NO_PAIR = 1 << 62
+# With --jobs, the share of the text the calling process encodes, relative to each
+# forked child's (it also forks them and unpacks their ids).
+PARENT_SHARE = 1.1
 
 
 class Tokenizer:
@@ -291,13 +296,18 @@ class Tokenizer:
 
     # -- processes -------------------------------------------------------------------
 
-    def split_for_jobs(self, text: str, pieces: int) -> list[tuple[int, str]]:
-        """Cut ``text`` at safe boundaries into about ``pieces`` parts: ``(char offset, part)``."""
-        size = max(1, len(text) // max(1, pieces))
+    def split_for_jobs(self, text: str, pieces: int, first_share: float = 1.0) -> list[tuple[int, str]]:
+        """Cut ``text`` at safe boundaries into about ``pieces`` parts: ``(char offset, part)``.
+
+        The parts are about equal, except the first, which is about
+        ``first_share`` times the size of the others.
+        """
+        pieces = max(1, pieces)
+        size = max(1, int(len(text) / (pieces - 1 + first_share)))
         parts = []
         begin = 0
+        target = max(1, int(size * first_share))
         while begin < len(text):
-            target = begin + size
             if target >= len(text):
                 parts.append((begin, text[begin:]))
                 break
@@ -307,17 +317,34 @@ class Tokenizer:
                 break
             parts.append((begin, text[begin:cut]))
             begin = cut
+            target = begin + size
         return parts
 
     def _encode_parallel(self, text: str, allowed: frozenset, disallowed: frozenset, jobs: int) -> list[int]:
-        parts = self.split_for_jobs(text, jobs * 4)
+        """The first part of the text encoded here, the others in forked children (:mod:`.forking`).
+
+        The first part is a little smaller than the others, since this process
+        also forks the children and unpacks their ids.  Without ``os.fork`` the
+        text is encoded here alone.
+        """
+        parts = self.split_for_jobs(text, jobs, PARENT_SHARE) if fork_available() else []
         if len(parts) < 2:
             return self._encode_policy(text, allowed, disallowed)
-        pool = self._get_pool(jobs)
-        out: list[int] = []
-        for packed in pool.imap(_worker_encode_packed, [(p, allowed, disallowed, off) for off, p in parts]):
-            out.extend(_unpack(packed))
+        children = []
+        try:
+            for offset, part in parts[1:]:
+                children.append(ForkedCall(partial(self._encode_packed, part, allowed, disallowed, offset)))
+            offset, part = parts[0]
+            out = self._encode_policy(part, allowed, disallowed, offset)
+            for child in children:
+                out.extend(_unpack(child.result()))
+        finally:
+            for child in children:
+                child.cancel()
         return out
+
+    def _encode_packed(self, text: str, allowed: frozenset, disallowed: frozenset, offset: int) -> bytes:
+        return array("I", self._encode_policy(text, allowed, disallowed, offset)).tobytes()
 
     def _get_pool(self, jobs: int):
         if self._pool is None or self._pool_jobs != jobs:
@@ -351,16 +378,7 @@ def _worker_encode_list(text: str, allowed: frozenset, disallowed: frozenset, of
     return _WORKER_TOKENIZER._encode_policy(text, allowed, disallowed, offset)
 
 
-def _worker_encode_packed(args) -> bytes:
-    text, allowed, disallowed, offset = args
-    from array import array
-
-    return array("I", _WORKER_TOKENIZER._encode_policy(text, allowed, disallowed, offset)).tobytes()
-
-
-def _unpack(data: bytes):
-    from array import array
-
+def _unpack(data: bytes) -> array:
     arr = array("I")
     arr.frombytes(data)
     return arr
