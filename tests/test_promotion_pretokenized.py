@@ -9,7 +9,10 @@
     over the pattern's (finite) language, for small random models and for the
     real GPT-2, cl100k and o200k tokenizers;
 (c) agnostic ⊇ pre-tokenized canonical, and equality with whole-match
-    canonical promotion on patterns that no chunk boundary cuts.
+    canonical promotion on patterns that no chunk boundary cuts;
+(d) the shared-row form (not minimized) on the same patterns: of all the
+    agnostic sequences, ``accepts`` holds exactly for the encodings; it is
+    trim, and its state and arc counts are those of its written-out rows.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from functools import lru_cache
 import pytest
 import regex
 
-from bpefst.automata import count_strings, difference, enumerate_strings, equivalent
+from bpefst.automata import accessible, coaccessible, count_strings, difference, enumerate_strings, equivalent, sampler, trim
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.errors import BpefstError
 from bpefst.pipeline.encoder import Tokenizer
-from bpefst.promotion import SpellingTrie, promote
+from bpefst.automata.shared_rows import SharedRowDFA
+from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote
 from bpefst.promotion.chunking import chunker_for
+from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS, load_tokenizer
 from conftest import corpus_prefix, require_shared
@@ -161,7 +166,34 @@ def check_against_encoder(model, automaton, trie, tokenizer, pattern: str) -> in
     assert accepted_all(promoted) == expected, pattern
     agnostic = promote(dfa, model, "agnostic", automaton, trie).dfa
     assert difference(promoted, agnostic).is_empty(), pattern  # (c) agnostic contains it
+    check_shared_rows(model, automaton, trie, dfa, expected, agnostic)
     return len(expected)
+
+
+def check_shared_rows(model, automaton, trie, dfa, expected: set, agnostic) -> None:
+    """(d) the shared-row form steps exactly through the encodings, is trim, and counts its arcs right."""
+    chunked = chunked_pattern(dfa, model, chunker_or_whole(dfa, model, model.pattern))
+    if not any(BOUNDARY in row for row in chunked.transitions):
+        return  # no match is cut: promote() takes the whole-match route
+    shared = shared_canonical_subsets(chunked, trie, automaton)
+    if count_strings(agnostic, 64) <= 100_000:
+        spellings = accepted_all(agnostic)  # every spelling of every match
+    else:  # real vocabularies: the encodings, and uniform samples of all spellings (nearly all not canonical)
+        draw = sampler(agnostic, 64)
+        rng = random.Random(7)
+        spellings = expected | {draw(rng) for _ in range(3000)}
+    for seq in spellings:  # accepted iff it is the encoding
+        assert shared.accepts(seq) == (seq in expected), seq
+    written = shared.to_dfa()
+    live = [s for s in range(len(shared.parts)) if not shared.dead[s]]
+    reached, useful = accessible(written), coaccessible(written)
+    assert [s for s in range(written.num_states) if reached[s] and useful[s]] == live  # trim: dead = useless
+    assert shared.num_states == len(live) == trim(written).num_states
+    assert shared.num_arcs == written.num_arcs == sum(map(len, (written.transitions[s] for s in live)))
+    assert all(shared.arc_count(s) == len(written.transitions[s]) for s in live)
+    assert not any(written.transitions[s] for s in range(len(shared.parts)) if shared.dead[s])
+    dead_targets = [r for s in live for r in written.transitions[s].values() if shared.dead[r]]
+    assert not dead_targets
 
 
 SMALL_PATTERNS = [
@@ -285,3 +317,33 @@ def test_whitespace_pattern_only_when_no_match_is_cut() -> None:
     assert equivalent(promote(one_word, model, "canonical", pretokenize=True).dfa, promote(one_word, model, "canonical").dfa)
     with pytest.raises(BpefstError, match="whitespace pre-tokenizer"):
         promote(compile_regex(r"ab a", alphabet_for(model)), model, "canonical", pretokenize=True)
+
+
+def test_guided_generation_over_shared_rows() -> None:
+    """``promote(minimal=False)`` gives the shared-row form; decoding it follows cl100k's own encodings."""
+    model, automaton, trie, tokenizer = real("cl100k")
+    dfa = compile_regex(r"[А-Яа-я]{2,5}( [А-Яа-я]{2,5})?", alphabet_for(model))
+    shared = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, minimal=False).dfa
+    assert isinstance(shared, SharedRowDFA)
+    guided = GuidedAutomaton(shared)
+    rng = random.Random(3)
+    letters = [chr(c) for c in range(ord("А"), ord("я") + 1)]
+    for _ in range(300):
+        words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 5))) for _ in range(rng.randint(1, 2))]
+        ids = tokenizer.encode_ordinary(" ".join(words))
+        state = guided.start
+        for token in ids:
+            assert token in guided.allowed(state) and guided.allowed_mask(state) >> token & 1
+            state = guided.step(state, token)
+        assert guided.is_accepting(state)
+        spelled = [i for ch in " ".join(words) for i in tokenizer.encode_ordinary(ch)]  # one character at a time
+        if spelled != ids:
+            assert not shared.accepts(spelled)
+    # after "hel", "lo world" or "p world", and " world" is forced at the end
+    shared = promote(compile_regex(r"(hello|help) world", alphabet_for(model)), model, "canonical", automaton, trie,
+                     pretokenize=True, minimal=False).dfa
+    guided = GuidedAutomaton(shared)
+    chains = {q: guided.forced_chain(q) for q in range(len(shared.parts)) if not shared.dead[q]}
+    assert [tokenizer.decode(chain) for chain in chains.values() if chain] == [" world"]
+    for q, chain in chains.items():
+        assert bool(chain) == (q not in shared.finals and shared.arc_count(q) == 1)

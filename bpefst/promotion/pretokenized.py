@@ -39,9 +39,11 @@ canonical promotion (Eq. 5 of seed 000).
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 
 from ..automata import DFA, difference, minimize, shortest_accepted, trim
+from ..automata.shared_rows import SharedRowDFA
 from ..automata.errors import StateLimitExceeded
 from ..bpe import CanonicalAutomaton
 from ..errors import BpefstError
@@ -247,18 +249,28 @@ def _banned_within(rows: list[dict[int, int]], automaton: CanonicalAutomaton):
 
 
 def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, max_states: int | None = None) -> DFA:
-    """The canonical token DFA over the chunked pattern (step 3 of the module docstring), minimized.
+    """The canonical token DFA over the chunked pattern (step 3 of the module docstring), minimized."""
+    return minimize(shared_canonical_subsets(chunked, trie, automaton, max_states).to_dfa())
+
+
+def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton,
+                             max_states: int | None = None) -> SharedRowDFA:
+    """The canonical token DFA over the chunked pattern, trim, with its rows shared (not minimized).
 
     A configuration is ``(q, banned)``: lattice state ``q`` and the tokens
     ``q`` can read that the previous token of the chunk bans.  Reading ``t``
     on the arc ``q -t-> r`` leads to ``(r, BANNED(t) ∩ out(r))`` and, if ``r``
     has a ``BOUNDARY`` arc to ``r'``, also to ``(r', {})``.
 
-    Most subsets hold one configuration.  Their rows are built as in
-    :mod:`.canonical`: where an arc ``q -t-> r`` leads depends only on ``r``
-    and the class of ``t``, so each lattice state's arcs are resolved once and
-    every single-configuration subset over ``q`` copies that row minus its few
-    banned tokens (C-level dict work instead of a Python step per arc).
+    Where an arc ``q -t-> r`` leads depends only on ``r`` and the class of
+    ``t``, not on the configuration it leaves from, so each lattice state's
+    arcs are resolved once into a shared row (:class:`SharedRowDFA`).  A
+    subset of configurations is the tuple of its ``(q, banned)``: its arcs
+    are the shared rows of its lattice states minus their banned tokens, and
+    a token that several configurations read leads to the union of its
+    successors (an override).  Nothing is copied per state, so automata with
+    hundreds of millions of arcs (e-mail or JSON patterns over cl100k) take
+    time in proportion to their states and the lattice, not their arcs.
     """
     transitions = chunked.transitions
     reachable = automaton.reachable
@@ -282,11 +294,13 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
             k = arc_target[key] = number(frozenset(successors(t, r)))
         return k
 
+    # resolved[q]: token -> subset for the arcs of q resolved so far.  Arcs banned at
+    # the first visit of q wait in pending[q], so no subset is created that no allowed
+    # arc reaches; a later visitor that allows them resolves them.
     resolved: list[dict[int, int] | None] = [None] * len(lattice)
     pending: list[set[int] | None] = [None] * len(lattice)
 
-    def single_row(q: int, banned: frozenset[int]) -> dict[int, int]:
-        """The row of the subset ``{(q, banned)}``; arcs banned at the first visit wait in ``pending[q]``."""
+    def resolve(q: int, banned: frozenset[int]) -> None:
         done = resolved[q]
         if done is None:
             done = resolved[q] = {}
@@ -299,48 +313,184 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
             for t in now:
                 done[t] = target(t, lattice[q][t])
             pending[q] -= now
-        row = dict(done)
-        for t in banned:
-            row.pop(t, None)
-        return row
 
-    def mixed_row(subset: frozenset) -> dict[int, int]:
-        """The row of a subset of several configurations: the union of their rows.
+    shared_tokens = _SharedTokens(lattice)
 
-        Typically the configurations read different tokens (letters that
-        continue a word, or a space-led token after a boundary); a token that
-        several of them read leads to the union of its successors.
-        """
-        parts = [single_row(q, banned) for q, banned in subset]
-        row: dict[int, int] = {}
-        for part in parts:
-            row.update(part)
-        if len(row) == sum(map(len, parts)):
-            return row
-        seen: set[int] = set()
-        shared: set[int] = set()
-        for part in parts:
-            shared.update(seen.intersection(part))
-            seen.update(part)
-        for t in shared:
+    def overrides(parts: tuple) -> dict[int, int | None] | None:
+        """Tokens that several configurations read -> the union of their successors."""
+        over: dict[int, int | None] = {}
+        for t in shared_tokens(frozenset(q for q, _ in parts)):
             targets = set()
-            for q, banned in subset:
+            readers = 0
+            for q, banned in parts:
                 r = lattice[q].get(t)
                 if r is not None and t not in banned:
+                    readers += 1
                     targets.update(successors(t, r))
-            row[t] = number(frozenset(targets))
-        return row
+            if readers > 1:
+                over[t] = number(frozenset(targets))
+        return over or None
 
     number(frozenset({(chunked.start, _NOTHING)}))
-    rows: list[dict[int, int]] = []
-    finals = []
-    chunked_finals = chunked.finals
+    parts_of: list[tuple] = []
+    overrides_of: list[dict[int, int | None] | None] = []
     for subset in queue:  # grows while we iterate
-        if any(q in chunked_finals for q, _ in subset):
-            finals.append(len(rows))
-        if len(subset) == 1:
-            (q, banned), = subset
-            rows.append(single_row(q, banned))
-        else:
-            rows.append(mixed_row(subset))
-    return minimize(DFA(rows, 0, frozenset(finals), check=False))
+        parts = tuple(subset)
+        for q, banned in parts:
+            resolve(q, banned)
+        parts_of.append(parts)
+        overrides_of.append(overrides(parts) if len(parts) > 1 else None)
+    finals = frozenset(k for k, subset in enumerate(queue) if any(q in chunked.finals for q, _ in subset))
+    shared = [row if row is not None else {} for row in resolved]
+    return _trimmed(SharedRowDFA(shared, parts_of, overrides_of, 0, finals))
+
+
+class _SharedTokens:
+    """``qs -> the tokens that at least two of the lattice states qs read`` (memoized; usually a few)."""
+
+    def __init__(self, lattice: list[dict[int, int]]):
+        self.lattice = lattice
+        self.memo: dict[frozenset, frozenset[int]] = {}
+
+    def __call__(self, qs: frozenset) -> frozenset[int]:
+        found = self.memo.get(qs)
+        if found is None:
+            seen: set[int] = set()
+            common: set[int] = set()
+            for q in qs:
+                row = self.lattice[q]
+                common.update(seen.intersection(row))
+                seen.update(row)
+            found = self.memo[qs] = frozenset(common)
+        return found
+
+
+def _trimmed(automaton: SharedRowDFA) -> SharedRowDFA:
+    """Mark the states that are not reachable or reach no final state dead; drop every arc into them.
+
+    A state's parts share rows with other states, so both searches work on
+    lattice states: a part ``(q, banned)`` reads every target of ``q``'s row
+    except the few that only banned tokens lead to (:class:`_RowTargets`).
+    """
+    shared, parts_of, overrides_of = automaton.shared, automaton.parts, automaton.overrides
+    targets = _RowTargets(shared)
+    reached = _reachable(automaton, targets)
+    live = _live(automaton, targets)
+    useful = [a and b for a, b in zip(reached, live)]
+    if all(useful):
+        return automaton
+    for q, row in enumerate(shared):
+        if not all(useful[x] for x in targets.distinct(q)):
+            shared[q] = {t: x for t, x in row.items() if useful[x]}
+    for s, alive in enumerate(useful):
+        if not alive:
+            parts_of[s], overrides_of[s] = (), None
+        elif overrides_of[s]:
+            overrides_of[s] = {t: (x if x is not None and useful[x] else None) for t, x in overrides_of[s].items()}
+    finals = frozenset(s for s in automaton.finals if useful[s])
+    return SharedRowDFA(shared, parts_of, overrides_of, automaton.start, finals, [not alive for alive in useful])
+
+
+class _RowTargets:
+    """Per shared row: its distinct targets, and which of them some dropped tokens cut off (memoized counts)."""
+
+    def __init__(self, shared: list[dict[int, int]]):
+        self.shared = shared
+        self._distinct: dict[int, frozenset[int]] = {}
+        self._counts: dict[int, dict[int, int]] = {}
+
+    def distinct(self, q: int) -> frozenset[int]:
+        found = self._distinct.get(q)
+        if found is None:
+            found = self._distinct[q] = frozenset(self.shared[q].values())
+        return found
+
+    def blocked(self, q: int, dropped) -> set[int]:
+        """Targets of row ``q`` that only tokens in ``dropped`` lead to."""
+        row = self.shared[q]
+        hits: dict[int, int] = {}
+        for t in dropped:
+            x = row.get(t)
+            if x is not None:
+                hits[x] = hits.get(x, 0) + 1
+        if not hits:
+            return set()
+        counts = self._counts.get(q)
+        if counts is None:
+            counts = self._counts[q] = {}
+            for x in row.values():
+                counts[x] = counts.get(x, 0) + 1
+        return {x for x, k in hits.items() if k == counts[x]}
+
+
+def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
+    """Forward search; a token that an override shadows does not lead to its part's target.
+
+    What a row still has to contribute is kept per lattice state: after the
+    first part over ``q``, only the few targets that part could not read.
+    """
+    parts_of, overrides_of = automaton.parts, automaton.overrides
+    seen = bytearray(len(parts_of))
+    seen[automaton.start] = 1
+    queue = [automaton.start]
+    unmarked: dict[int, set[int]] = {}  # lattice state -> targets of its row not yet reached through it
+    for s in queue:  # grows while we iterate
+        over = overrides_of[s] or {}
+        found = [x for x in over.values() if x is not None]
+        for q, banned in parts_of[s]:
+            todo = unmarked.get(q)
+            if todo is None:
+                todo = unmarked[q] = set(targets.distinct(q))
+            if not todo:
+                continue
+            blocked = targets.blocked(q, itertools.chain(banned, (t for t in over if t not in banned)))
+            found.extend(todo - blocked if blocked else todo)
+            unmarked[q] = todo & blocked
+        for x in found:
+            if not seen[x]:
+                seen[x] = 1
+                queue.append(x)
+    return seen
+
+
+def _live(automaton: SharedRowDFA, targets: _RowTargets) -> list[bool]:
+    """Backward search from the final states.
+
+    The language of a subset is the union of its configurations', so for
+    liveness a token that an override shadows may as well lead to its part's
+    target.  A lattice state all of whose states live is not looked at again.
+    """
+    shared, parts_of, overrides_of = automaton.shared, automaton.parts, automaton.overrides
+    preds: dict[int, list[int]] = {}  # target -> lattice states whose row leads to it
+    for q in range(len(shared)):
+        for x in targets.distinct(q):
+            preds.setdefault(x, []).append(q)
+    states_over: list[list[int]] = [[] for _ in shared]
+    override_preds: dict[int, list[int]] = {}
+    for s, parts in enumerate(parts_of):
+        for q, _ in parts:
+            states_over[q].append(s)
+        for x in (overrides_of[s] or {}).values():
+            override_preds.setdefault(x, []).append(s)
+    live = [False] * len(parts_of)
+    waiting = [len(states) for states in states_over]  # states over q not yet live
+
+    def revive(s: int) -> None:
+        live[s] = True
+        for p, _ in parts_of[s]:
+            waiting[p] -= 1
+        queue.append(s)
+
+    queue: list[int] = []
+    for s in automaton.finals:
+        revive(s)
+    for x in queue:  # grows while we iterate
+        for q in preds.get(x, ()):
+            if waiting[q]:
+                for s in states_over[q]:
+                    if not live[s] and any(p == q and x not in targets.blocked(q, banned) for p, banned in parts_of[s]):
+                        revive(s)
+        for s in override_preds.get(x, ()):
+            if not live[s]:
+                revive(s)
+    return live

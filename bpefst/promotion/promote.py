@@ -9,7 +9,11 @@
   merge (Eq. 4).
 
 The two canonical routes accept the same language (a tested equivalence); both
-results are trimmed and minimal.  Without ``pretokenize`` canonical means
+results are trimmed and minimal.  With ``minimal=False`` the results are
+trimmed only, and the pre-tokenization-aware canonical route returns its
+:class:`~bpefst.automata.shared_rows.SharedRowDFA` as built, with no row
+written out: the form for automata too large to write out (JSON or e-mail
+patterns over cl100k), and the fastest route to a guided-generation automaton.  Without ``pretokenize`` canonical means
 BPE-canonical for the whole matched text, i.e. as if the match were one
 pre-tokenization chunk.
 
@@ -31,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..automata import DFA, minimize
+from ..automata.shared_rows import SharedRowDFA
 from ..bpe import CanonicalAutomaton, MergeForest, build_canonical
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
@@ -38,20 +43,21 @@ from ..tokenizer.pretokenize import resolve_pattern
 from .agnostic import SpellingTrie, promote_agnostic
 from .canonical import intersect_canonical
 from .direct import promote_direct
-from .pretokenized import BOUNDARY, canonical_subsets, chunked_pattern, chunker_or_whole
+from .pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
 
 MODES = ("agnostic", "canonical", "canonical-direct")
 
 
 @dataclass
 class Promotion:
-    dfa: DFA
+    dfa: DFA | SharedRowDFA
     mode: str
     timings: dict[str, float] = field(default_factory=dict)
 
 
 def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: CanonicalAutomaton | None = None,
-            trie: SpellingTrie | None = None, max_states: int | None = None, pretokenize: bool | str = False) -> Promotion:
+            trie: SpellingTrie | None = None, max_states: int | None = None, pretokenize: bool | str = False,
+            minimal: bool = True) -> Promotion:
     """Promote a base-symbol DFA to a token DFA (see module docstring)."""
     if mode not in MODES:
         raise BpefstError(f"unknown promotion mode {mode!r} (expected one of {', '.join(MODES)})")
@@ -86,24 +92,28 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     trie = trie or SpellingTrie.from_model(model)
     lap("trie")
     if chunked is not None:
-        return _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap)
-    lattice = promote_agnostic(pattern, model, trie, minimal=(mode == "agnostic"))
+        return _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal)
+    lattice = promote_agnostic(pattern, model, trie, minimal=(minimal and mode == "agnostic"))
     lap("lattice")
     if mode == "agnostic":
         return Promotion(lattice, mode, timings)
     if automaton is None:
         automaton = build_canonical(MergeForest.from_model(model))
         lap("a_bpe")
-    dfa = intersect_canonical(lattice, automaton, max_states=max_states)
+    dfa = intersect_canonical(lattice, automaton, max_states=max_states, minimal=minimal)
     lap("intersect")
     return Promotion(dfa, mode, timings)
 
 
-def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap) -> Promotion:
+def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal: bool) -> Promotion:
     """``canonical`` with pre-tokenization: canonical subsets over the chunked pattern (:mod:`.pretokenized`)."""
     if automaton is None:
         automaton = build_canonical(MergeForest.from_model(model))
         lap("a_bpe")
-    dfa = canonical_subsets(chunked, trie, automaton, max_states)
+    shared = shared_canonical_subsets(chunked, trie, automaton, max_states)
     lap("subsets")
+    if not minimal:
+        return Promotion(shared, "canonical", timings)
+    dfa = minimize(shared.to_dfa())
+    lap("minimize")
     return Promotion(dfa, "canonical", timings)

@@ -1,0 +1,120 @@
+"""DFAs whose states share rows, for automata too large to write out arc by arc.
+
+In a canonical token automaton (seed 000, Eq. 5) a state pairs a lattice state
+``q`` with what A_BPE remembers of the last token. By 1-locality, every such
+state reads the arcs of ``q`` minus the few tokens the last token bans. So
+thousands of states carry nearly the same row of up to 100k tokens, and
+written out arc by arc, e-mail or JSON patterns over cl100k come to hundreds
+of millions of arcs.
+
+:class:`SharedRowDFA` stores each row once. A state is a tuple of *parts*
+``(shared row, excluded symbols)`` plus optional *overrides*
+``symbol -> state or None``:
+
+* a symbol in the overrides goes where the override says (None: no arc);
+* otherwise it follows the first part whose shared row has it and does not
+  exclude it.
+
+This is the transition function of an ordinary DFA (:meth:`to_dfa` writes it
+out). Several parts arise from subset constructions, where a state is a set
+of configurations; the overrides hold the symbols that more than one part
+reads. The arcs of a state cost nothing until a caller asks for them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .dfa import DFA
+
+Part = tuple[int, frozenset]
+
+
+class SharedRowDFA:
+    """A DFA given by shared rows (see the module docstring); states are ``0..num_states-1``.
+
+    A symbol that parts over different shared rows both read (and do not
+    exclude) must be in the state's overrides.  ``dead`` marks states from which no final state can be reached. They keep
+    their numbers and have no parts and no arcs. The other states are the trim
+    automaton, and no arc leads to a dead state.
+    """
+
+    def __init__(self, shared: list[dict[int, int]], parts: list[tuple[Part, ...]], overrides: list[dict[int, int | None] | None],
+                 start: int, finals: frozenset[int], dead: Sequence[bool] | None = None):
+        self.shared = shared
+        self.parts = parts
+        self.overrides = overrides
+        self.start = start
+        self.finals = finals
+        self.dead = list(dead) if dead is not None else [False] * len(parts)
+
+    @property
+    def num_states(self) -> int:
+        """Live states (dead ones are numbered but not counted)."""
+        return self.dead.count(False)
+
+    @property
+    def num_arcs(self) -> int:
+        return sum(map(self.arc_count, range(len(self.parts))))
+
+    def arc_count(self, state: int) -> int:
+        """The number of arcs of ``state``, without writing its row out."""
+        parts = self.parts[state]
+        if len({q for q, _ in parts}) < len(parts):  # two parts over one row: count the union
+            return len(self.row(state))
+        over = self.overrides[state] or {}
+        total = sum(1 for target in over.values() if target is not None)
+        for q, excluded in parts:
+            row = self.shared[q]
+            total += len(row) - sum(1 for t in excluded if t in row)
+            total -= sum(1 for t in over if t in row and t not in excluded)
+        return total
+
+    def step(self, state: int, symbol: int) -> int | None:
+        over = self.overrides[state]
+        if over is not None and symbol in over:
+            return over[symbol]
+        shared = self.shared
+        for q, excluded in self.parts[state]:
+            target = shared[q].get(symbol)
+            if target is not None and symbol not in excluded:
+                return target
+        return None
+
+    def run(self, seq, state: int | None = None) -> int | None:
+        state = self.start if state is None else state
+        for symbol in seq:
+            state = self.step(state, symbol)
+            if state is None:
+                return None
+        return state
+
+    def accepts(self, seq) -> bool:
+        state = self.run(seq)
+        return state is not None and state in self.finals
+
+    def row(self, state: int) -> dict[int, int]:
+        """The arcs of ``state`` written out: ``symbol -> target``."""
+        parts = self.parts[state]
+        if len(parts) == 1:
+            q, excluded = parts[0]
+            row = dict(self.shared[q])
+            for t in excluded:
+                row.pop(t, None)
+        else:
+            row = {}
+            for q, excluded in reversed(parts):  # the first part wins, as in step()
+                shared = self.shared[q]
+                row.update(shared if not excluded else {t: r for t, r in shared.items() if t not in excluded})
+        over = self.overrides[state]
+        if over:
+            for t, target in over.items():
+                if target is None:
+                    row.pop(t, None)
+                else:
+                    row[t] = target
+        return row
+
+    def to_dfa(self) -> DFA:
+        """The same automaton with every row written out (dead states stay, empty)."""
+        return DFA([self.row(s) for s in range(len(self.parts))], self.start, self.finals, check=False)
