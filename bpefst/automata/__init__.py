@@ -4,6 +4,8 @@ Automata are values: operations return new automata and never modify their
 arguments.  One concept per module:
 
 - ``dfa``: :class:`DFA` (partial transition function) and :class:`DFABuilder`
+- ``shared_rows``: :class:`SharedRowDFA`, a DFA whose states share rows
+  (for automata too large to write out arc by arc)
 - ``nfa``: :class:`NFA` with epsilon arcs and :class:`NFABuilder`
 - ``thompson``: regular-expression combinators building NFAs
 - ``determinization``: subset construction
@@ -36,6 +38,7 @@ from .nfa import NFA, NFABuilder
 from .product import difference, intersect, symmetric_difference, union
 from .relabel import map_symbols, renumber
 from .reversal import reverse
+from .shared_rows import SharedRowDFA
 from .serialize import from_bytes, load, save, to_bytes
 from .trimming import accessible, coaccessible, is_trim, trim
 
@@ -45,5 +48,5 @@ __all__ = [
     "explore", "complete", "complement", "equivalent", "counterexample", "Equivalence", "enumerate_strings",
     "count_strings", "count_by_length", "random_accepted", "sampler", "shortest_accepted", "is_finite",
     "map_symbols", "renumber", "reverse", "to_dot", "to_bytes", "from_bytes", "save", "load",
-    "StateLimitExceeded",
+    "StateLimitExceeded", "SharedRowDFA",
 ]
