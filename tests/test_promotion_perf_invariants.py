@@ -125,7 +125,7 @@ def test_chains_spell_every_token() -> None:
     stack = [(0, ())]
     while stack:
         node, prefix = stack.pop()
-        for symbol, (rest, token, end) in trie.chains()[node].items():
+        for symbol, (rest, token, end, _) in trie.chains()[node].items():
             spelled = (*prefix, symbol, *rest)
             tokens = [token] if token >= 0 else trie.tokens[-2 - token] if token < -1 else []
             found.update(dict.fromkeys(tokens, spelled))

@@ -26,7 +26,7 @@ class SpellingTrie:
     children: list[dict[int, int]]
     tokens: list[list[int]]
     _steps: list[dict[int, tuple[int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
-    _chains: list[dict[int, tuple[tuple[int, ...], int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
+    _chains: list[dict[int, tuple[tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -43,23 +43,30 @@ class SpellingTrie:
             ]
         return self._steps
 
-    def chains(self) -> list[dict[int, tuple[tuple[int, ...], int, int]]]:
-        """The trie with unary chains collapsed: per node, ``first symbol -> (rest, token, end)``; built once.
+    def chains(self) -> list[dict[int, tuple[tuple[int, ...], int, int, int]]]:
+        """The trie with unary chains collapsed: per node, ``first symbol -> (rest, token, end, rest id)``; built once.
 
         A chain follows nodes that end no token and have one child, so a walk
         pops only branching nodes and steps through ``rest`` in a tight loop
         (about half the nodes of the GPT-2 and cl100k tries are such links).
         ``token`` codes what ends at the chain's last node as in :meth:`steps`;
-        ``end`` is that node, or 0 when it is a leaf.  Only nodes that start a
-        chain (the root, branching nodes, nodes ending a token) have entries.
+        ``end`` is that node, or 0 when it is a leaf.  Equal ``rest`` tuples
+        share a ``rest id`` (0 for the empty one): the same few suffixes
+        ("ing", "tion") end thousands of chains, so a walk can remember where
+        a rest leads from a given state.  Only nodes that start a chain (the
+        root, branching nodes, nodes ending a token) have entries.
         """
         if self._chains is None:
             children, ends = self.children, self.tokens
-            chains: list[dict[int, tuple[tuple[int, ...], int, int]]] = [{} for _ in children]
+            rest_ids: dict[tuple[int, ...], int] = {(): 0}
+            chains: list[dict[int, tuple[tuple[int, ...], int, int, int]]] = [{} for _ in children]
             for node, kids in enumerate(children):
                 if node and len(kids) == 1 and not ends[node]:
                     continue  # inside a chain
-                chains[node] = {s: self._chain(c) for s, c in kids.items()}
+                for s, c in kids.items():
+                    rest, token, end = self._chain(c)
+                    rest_id = rest_ids.setdefault(rest, len(rest_ids))
+                    chains[node][s] = (rest, token, end, rest_id)
             self._chains = chains
         return self._chains
 
@@ -161,6 +168,7 @@ class _Transforms:
         self._index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {(identity, identity): 0}
         self._next: list[dict[int, int]] = [{}]  # transform -> symbol -> transform (memo)
         self._readable: list[set[int] | None] = [None]
+        self._after_rest: list[dict[int, int]] = [{}]  # transform -> rest id -> transform after that rest (memo)
 
     def readable(self, tid: int) -> set[int]:
         """Symbols some target of transform ``tid`` reads: the only ones worth following."""
@@ -195,6 +203,7 @@ class _Transforms:
             self.tokens.append([])
             self._next.append({})
             self._readable.append(None)
+            self._after_rest.append({})
         return child
 
 
@@ -236,6 +245,7 @@ def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _
     transforms = _Transforms(transitions)
     chains, ends, tokens_of = trie.chains(), trie.tokens, transforms.tokens
     next_of, readable, extend = transforms._next, transforms.readable, transforms.step
+    after_rest = transforms._after_rest
     stack = [(0, 0)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -246,15 +256,22 @@ def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _
             kids = [(symbol, arc) for symbol in live if (arc := kids.get(symbol)) is not None]
         else:
             kids = kids.items()
-        for symbol, (rest, token, child) in kids:
+        for symbol, (rest, token, child, rest_id) in kids:
             ctid = get(symbol)
             if ctid is None:
                 ctid = extend(tid, symbol)
-            for symbol in rest:
-                if ctid < 0:
-                    break
-                nxt = next_of[ctid].get(symbol)
-                ctid = extend(ctid, symbol) if nxt is None else nxt
+            if rest_id and ctid >= 0:
+                memo = after_rest[ctid]
+                after = memo.get(rest_id)
+                if after is None:
+                    after = ctid
+                    for symbol in rest:
+                        nxt = next_of[after].get(symbol)
+                        after = extend(after, symbol) if nxt is None else nxt
+                        if after < 0:
+                            break
+                    memo[rest_id] = after
+                ctid = after
             if ctid < 0:
                 continue
             if token >= 0:
