@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -162,3 +164,14 @@ def test_product_size_bound_bounds_the_product(seed: int, pattern: str, encoding
     product = intersect_canonical(lattice, automaton, minimal=False)
     states, arcs = product_size_bound(lattice, automaton)
     assert product.num_states <= states and product.num_arcs <= arcs
+
+
+def test_set_bits_finds_every_set_bit() -> None:
+    """Both ways of reading a bitset (few bits, many bits) against the positions it was built from."""
+    from bpefst.promotion.canonical import set_bits
+
+    rng = random.Random(11)
+    for count in (0, 1, 5, 32, 33, 400, 3000):
+        positions = rng.sample(range(60_000), count)
+        mask = sum(1 << p for p in positions)
+        assert sorted(set_bits(mask)) == sorted(positions)

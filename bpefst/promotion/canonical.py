@@ -28,6 +28,8 @@ trim/minimize drops them (the state limit counts reached states only).
 
 from __future__ import annotations
 
+import re
+
 from ..automata import DFA, minimize, trim
 from ..automata.errors import StateLimitExceeded
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
@@ -97,12 +99,8 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
             masks.append(banned)
             states.append(state)
         state_q.append(q)
-        tokens = []
-        while banned:  # a handful of bits
-            t = banned.bit_length() - 1
-            tokens.append(t if token_of_bit is None else token_of_bit[t])
-            banned ^= 1 << t
-        state_banned.append(tuple(tokens))
+        bits = set_bits(banned)
+        state_banned.append(tuple(bits if token_of_bit is None else map(token_of_bit.__getitem__, bits)))
         if max_states is not None and len(state_q) > max_states:
             raise StateLimitExceeded("canonical promotion", max_states)
         return state
@@ -219,6 +217,26 @@ def token_mask(tokens) -> int:
     for t in tokens:
         buffer[t >> 3] |= 1 << (t & 7)
     return int.from_bytes(buffer, "little")
+
+
+_ONE = re.compile("1")
+
+
+def set_bits(mask: int) -> list[int]:
+    """The positions of the set bits of ``mask``.
+
+    Clearing the top bit one at a time rebuilds the whole int per bit, which
+    is quadratic for the long masks of GPT-2's digit tokens (hundreds of bits
+    over 50k); there the binary string is scanned instead.
+    """
+    if mask.bit_count() <= 32:
+        bits = []
+        while mask:
+            bit = mask.bit_length() - 1
+            bits.append(bit)
+            mask ^= 1 << bit
+        return bits
+    return [match.start() for match in _ONE.finditer(bin(mask)[:1:-1])]
 
 
 def product_size_bound(lattice: DFA, automaton: CanonicalAutomaton) -> tuple[int, int]:

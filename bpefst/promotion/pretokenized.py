@@ -51,7 +51,7 @@ from ..regex import alphabet_for, compile_regex
 from ..regex.utf8 import utf8_dfa
 from ..tokenizer import PRESETS, BPEModel
 from .agnostic import SpellingTrie, token_rows
-from .canonical import banned_view, token_mask
+from .canonical import banned_view, set_bits, token_mask
 from .chunking import Chunker, chunker_for, rules_for
 
 BOUNDARY = 1 << 40  # larger than any token id; never in a spelling trie
@@ -236,13 +236,8 @@ def _banned_within(rows: list[dict[int, int]], automaton: CanonicalAutomaton):
             mask = out_masks[r]
             if mask is None:
                 mask = out_masks[r] = token_mask(rows[r] if bit_of is None else map(bit_of.__getitem__, rows[r]))
-            mask &= class_banned[c]
-            tokens = []
-            while mask:  # a handful of bits
-                bit = mask.bit_length() - 1
-                tokens.append(bit if token_of_bit is None else token_of_bit[bit])
-                mask ^= 1 << bit
-            found = memo[(c, r)] = frozenset(tokens)
+            bits = set_bits(mask & class_banned[c])
+            found = memo[(c, r)] = frozenset(bits if token_of_bit is None else map(token_of_bit.__getitem__, bits))
         return found
 
     return banned_within, token_class
