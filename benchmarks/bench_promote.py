@@ -197,8 +197,8 @@ def pretokenized_cell(pattern: DFA, model, automaton, trie, agnostic_min: DFA, t
       promote`` writes), with its arc count.
 
     Not attempted on lattices past PRETOKENIZED_MAX_ARCS: on GPT-2 e-mail and
-    JSON even the shared-row construction takes 26-41 s (about 50,000 states,
-    each banning some 700 tokens).
+    JSON even the shared-row construction takes 21-34 s (GPT-2) and 60-76 s
+    (cl100k): 42,000-76,000 states, each banning some 700 tokens.
     """
     if agnostic_min.num_arcs > PRETOKENIZED_MAX_ARCS:
         return f"{'skipped':>9} {'-':>6} {'-':>11} {'skipped':>9} {'-':>6} {'-':>9} "
