@@ -19,6 +19,8 @@ This is the transition function of an ordinary DFA (:meth:`to_dfa` writes it
 out). Several parts arise from subset constructions, where a state is a set
 of configurations; the overrides hold the symbols that more than one part
 reads. The arcs of a state cost nothing until a caller asks for them.
+Excluded symbols may be any read-only set; one with a ``count_in(row)``
+method (a bitset) is counted without being listed.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ class SharedRowDFA:
         total = sum(1 for target in over.values() if target is not None)
         for q, excluded in parts:
             row = self.shared[q]
-            total += len(row) - sum(1 for t in excluded if t in row)
+            count_in = getattr(excluded, "count_in", None)  # bitset-backed sets count without listing
+            total += len(row) - (count_in(row) if count_in is not None else sum(1 for t in excluded if t in row))
             total -= sum(1 for t in over if t in row and t not in excluded)
         return total
 

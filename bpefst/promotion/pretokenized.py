@@ -39,7 +39,6 @@ canonical promotion (Eq. 5 of seed 000).
 
 from __future__ import annotations
 
-import itertools
 from functools import lru_cache
 
 from ..automata import DFA, difference, minimize, shortest_accepted, trim
@@ -55,7 +54,6 @@ from .canonical import banned_view, set_bits, token_mask
 from .chunking import Chunker, chunker_for, rules_for
 
 BOUNDARY = 1 << 40  # larger than any token id; never in a spelling trie
-_NOTHING: frozenset[int] = frozenset()
 
 
 def promote_pretokenized(pattern: DFA, model: BPEModel, automaton: CanonicalAutomaton, trie: SpellingTrie | None = None,
@@ -218,29 +216,93 @@ def utf8_decoder(preset: str) -> list[dict[int, int]]:
 
 
 # ---------------------------------------------------------------- steps 2-3: lattice and subsets
-def _banned_within(rows: list[dict[int, int]], automaton: CanonicalAutomaton):
-    """``(t, r) -> BANNED(t) ∩ out(r)`` as a frozenset, memoized by (token class, r).
+class _BanSpace:
+    """Banned sets as bitsets over the numbering of :func:`.canonical.banned_view`.
 
-    The banned sets come as bitsets from :func:`.canonical.banned_view` (the
-    explicit encoding's own, or the implicit one's restricted to the lattice's
-    tokens), so no pair is walked one by one.
+    That is the explicit encoding's own bitsets over token ids, or the implicit
+    one's restricted to the lattice's tokens.  A configuration keeps its banned
+    set as such an int: for GPT-2's e-mail or JSON patterns there are some
+    50,000 configurations banning about 700 tokens each, and listing them
+    would take most of the time.  Tokens are listed only when a caller asks
+    (:class:`BannedTokens`).
     """
-    token_class, class_banned, bit_of, token_of_bit = banned_view(rows, automaton)
-    out_masks: list[int | None] = [None] * len(rows)
-    memo: dict[tuple[int, int], frozenset[int]] = {}
 
-    def banned_within(t: int, r: int) -> frozenset[int]:
-        c = token_class[t]
-        found = memo.get((c, r))
+    def __init__(self, lattice: list[dict[int, int]], automaton: CanonicalAutomaton):
+        self.lattice = lattice
+        self.token_class, self.class_banned, self.bit_of, self.token_of_bit = banned_view(lattice, automaton)
+        self._out: list[int | None] = [None] * len(lattice)
+        self._within: dict[tuple[int, int], int] = {}
+        self._sets: dict[int, BannedTokens] = {}
+        self._row_masks: dict[int, tuple[dict, int]] = {}  # id(row) -> (row, its bitset)
+
+    def within(self, t: int, r: int) -> int:
+        """``BANNED(t) ∩ out(r)`` (memoized by token class and ``r``)."""
+        c = self.token_class[t]
+        found = self._within.get((c, r))
         if found is None:
-            mask = out_masks[r]
-            if mask is None:
-                mask = out_masks[r] = token_mask(rows[r] if bit_of is None else map(bit_of.__getitem__, rows[r]))
-            bits = set_bits(mask & class_banned[c])
-            found = memo[(c, r)] = frozenset(bits if token_of_bit is None else map(token_of_bit.__getitem__, bits))
+            out = self._out[r]
+            if out is None:
+                out = self._out[r] = self.mask_of(self.lattice[r])
+            found = self._within[(c, r)] = out & self.class_banned[c]
         return found
 
-    return banned_within, token_class
+    def bit(self, t: int) -> int:
+        """The bit of token ``t``, or -1 (a token no lattice row reads)."""
+        if self.bit_of is None:
+            return t
+        return self.bit_of.get(t, -1)
+
+    def mask_of(self, tokens) -> int:
+        return token_mask(tokens if self.bit_of is None else map(self.bit_of.__getitem__, tokens))
+
+    def row_mask(self, row: dict[int, int]) -> int:
+        found = self._row_masks.get(id(row))
+        if found is None or found[0] is not row:  # the row is kept, so its id is not reused
+            found = self._row_masks[id(row)] = (row, self.mask_of(row))
+        return found[1]
+
+    def tokens(self, mask: int) -> list[int]:
+        bits = set_bits(mask)
+        return bits if self.token_of_bit is None else [self.token_of_bit[b] for b in bits]
+
+    def tokens_of(self, mask: int) -> "BannedTokens":
+        """``mask`` as a set of tokens, one object per distinct mask."""
+        found = self._sets.get(mask)
+        if found is None:
+            found = self._sets[mask] = BannedTokens(mask, self)
+        return found
+
+
+class BannedTokens:
+    """A banned set as a read-only set of tokens; the tokens are listed the first time they are iterated."""
+
+    __slots__ = ("mask", "space", "_listed")
+
+    def __init__(self, mask: int, space: _BanSpace):
+        self.mask, self.space = mask, space
+        self._listed: frozenset[int] | None = None
+
+    def __contains__(self, token: int) -> bool:
+        listed = self._listed
+        if listed is not None:
+            return token in listed
+        bit = self.space.bit(token)
+        return bit >= 0 and (self.mask >> bit) & 1 == 1
+
+    def __iter__(self):
+        if self._listed is None:
+            self._listed = frozenset(self.space.tokens(self.mask))
+        return iter(self._listed)
+
+    def __len__(self) -> int:
+        return self.mask.bit_count()
+
+    def __bool__(self) -> bool:
+        return self.mask != 0
+
+    def count_in(self, row: dict[int, int]) -> int:
+        """How many tokens of ``row`` are in the set."""
+        return (self.mask & self.space.row_mask(row)).bit_count()
 
 
 def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, max_states: int | None = None) -> DFA:
@@ -253,9 +315,10 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
     """The canonical token DFA over the chunked pattern, trim, with its rows shared (not minimized).
 
     A configuration is ``(q, banned)``: lattice state ``q`` and the tokens
-    ``q`` can read that the previous token of the chunk bans.  Reading ``t``
-    on the arc ``q -t-> r`` leads to ``(r, BANNED(t) ∩ out(r))`` and, if ``r``
-    has a ``BOUNDARY`` arc to ``r'``, also to ``(r', {})``.
+    ``q`` can read that the previous token of the chunk bans (a bitset, see
+    :class:`_BanSpace`).  Reading ``t`` on the arc ``q -t-> r`` leads to
+    ``(r, BANNED(t) ∩ out(r))`` and, if ``r`` has a ``BOUNDARY`` arc to
+    ``r'``, also to ``(r', {})``.
 
     Where an arc ``q -t-> r`` leads depends only on ``r`` and the class of
     ``t``, not on the configuration it leaves from, so each lattice state's
@@ -270,13 +333,14 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
     transitions = chunked.transitions
     reachable = automaton.reachable
     lattice = [{t: r for t, r in row.items() if reachable[t]} for row in token_rows(chunked, trie)]
-    banned_within, token_class = _banned_within(lattice, automaton)
+    space = _BanSpace(lattice, automaton)
+    within, token_class = space.within, space.token_class
 
-    def successors(t: int, r: int) -> tuple[tuple[int, frozenset[int]], ...]:
+    def successors(t: int, r: int) -> tuple[tuple[int, int], ...]:
         """The configurations the arc ``-t-> r`` leads to."""
-        banned = banned_within(t, r)
+        banned = within(t, r)
         after = transitions[r].get(BOUNDARY)
-        return ((r, banned),) if after is None else ((r, banned), (after, _NOTHING))
+        return ((r, banned),) if after is None else ((r, banned), (after, 0))
 
     number = _Numbering("pre-tokenized canonical promotion", max_states)
     queue: list[frozenset] = number.keys
@@ -290,24 +354,27 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
         return k
 
     # resolved[q]: token -> subset for the arcs of q resolved so far.  Arcs banned at
-    # the first visit of q wait in pending[q], so no subset is created that no allowed
-    # arc reaches; a later visitor that allows them resolves them.
+    # the first visit of q wait in pending[q] (a bitset), so no subset is created that
+    # no allowed arc reaches; a later visitor that allows them resolves them.
     resolved: list[dict[int, int] | None] = [None] * len(lattice)
-    pending: list[set[int] | None] = [None] * len(lattice)
+    pending: list[int] = [0] * len(lattice)
 
-    def resolve(q: int, banned: frozenset[int]) -> None:
+    def resolve(q: int, banned: int) -> None:
         done = resolved[q]
         if done is None:
             done = resolved[q] = {}
-            pending[q] = set(banned)
+            pending[q] = banned
+            skip = set(space.tokens(banned)) if banned else ()
             for t, r in lattice[q].items():
-                if t not in banned:
+                if t not in skip:
                     done[t] = target(t, r)
         elif pending[q]:
-            now = pending[q] - banned
-            for t in now:
-                done[t] = target(t, lattice[q][t])
-            pending[q] -= now
+            now = pending[q] & ~banned
+            if now:
+                row = lattice[q]
+                for t in space.tokens(now):
+                    done[t] = target(t, row[t])
+                pending[q] &= banned
 
     shared_tokens = _SharedTokens(lattice)
 
@@ -317,23 +384,25 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
         for t in shared_tokens(frozenset(q for q, _ in parts)):
             targets = set()
             readers = 0
+            bit = space.bit(t)
             for q, banned in parts:
                 r = lattice[q].get(t)
-                if r is not None and t not in banned:
+                if r is not None and not (banned >> bit) & 1:
                     readers += 1
                     targets.update(successors(t, r))
             if readers > 1:
                 over[t] = number(frozenset(targets))
         return over or None
 
-    number(frozenset({(chunked.start, _NOTHING)}))
+    number(frozenset({(chunked.start, 0)}))
     parts_of: list[tuple] = []
     overrides_of: list[dict[int, int | None] | None] = []
+    banned_tokens = space.tokens_of
     for subset in queue:  # grows while we iterate
         parts = tuple(subset)
         for q, banned in parts:
             resolve(q, banned)
-        parts_of.append(parts)
+        parts_of.append(tuple((q, banned_tokens(banned)) for q, banned in parts))
         overrides_of.append(overrides(parts) if len(parts) > 1 else None)
     finals = frozenset(k for k, subset in enumerate(queue) if any(q in chunked.finals for q, _ in subset))
     shared = [row if row is not None else {} for row in resolved]
@@ -365,7 +434,9 @@ def _trimmed(automaton: SharedRowDFA) -> SharedRowDFA:
 
     A state's parts share rows with other states, so both searches work on
     lattice states: a part ``(q, banned)`` reads every target of ``q``'s row
-    except the few that only banned tokens lead to (:class:`_RowTargets`).
+    except the few that only banned tokens lead to (:class:`_RowTargets`),
+    and each target is checked through a part over ``q`` only until some
+    state reaches it that way.
     """
     shared, parts_of, overrides_of = automaton.shared, automaton.parts, automaton.overrides
     targets = _RowTargets(shared)
@@ -387,12 +458,12 @@ def _trimmed(automaton: SharedRowDFA) -> SharedRowDFA:
 
 
 class _RowTargets:
-    """Per shared row: its distinct targets, and which of them some dropped tokens cut off (memoized counts)."""
+    """Per shared row: its distinct targets, and the tokens that lead to each (built once per row)."""
 
     def __init__(self, shared: list[dict[int, int]]):
         self.shared = shared
         self._distinct: dict[int, frozenset[int]] = {}
-        self._counts: dict[int, dict[int, int]] = {}
+        self._tokens_to: dict[int, dict[int, list[int]]] = {}
 
     def distinct(self, q: int) -> frozenset[int]:
         found = self._distinct.get(q)
@@ -400,22 +471,17 @@ class _RowTargets:
             found = self._distinct[q] = frozenset(self.shared[q].values())
         return found
 
-    def blocked(self, q: int, dropped) -> set[int]:
-        """Targets of row ``q`` that only tokens in ``dropped`` lead to."""
-        row = self.shared[q]
-        hits: dict[int, int] = {}
-        for t in dropped:
-            x = row.get(t)
-            if x is not None:
-                hits[x] = hits.get(x, 0) + 1
-        if not hits:
-            return set()
-        counts = self._counts.get(q)
-        if counts is None:
-            counts = self._counts[q] = {}
-            for x in row.values():
-                counts[x] = counts.get(x, 0) + 1
-        return {x for x, k in hits.items() if k == counts[x]}
+    def reads(self, q: int, x: int, excluded, shadowed=()) -> bool:
+        """Whether a part ``(q, excluded)`` reads a token leading to ``x`` (not excluded, not shadowed)."""
+        tokens_to = self._tokens_to.get(q)
+        if tokens_to is None:
+            tokens_to = self._tokens_to[q] = {}
+            for t, target in self.shared[q].items():
+                tokens_to.setdefault(target, []).append(t)
+        for t in tokens_to.get(x, ()):
+            if t not in excluded and t not in shadowed:
+                return True
+        return False
 
 
 def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
@@ -438,9 +504,12 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
                 todo = unmarked[q] = set(targets.distinct(q))
             if not todo:
                 continue
-            blocked = targets.blocked(q, itertools.chain(banned, (t for t in over if t not in banned)))
-            found.extend(todo - blocked if blocked else todo)
-            unmarked[q] = todo & blocked
+            if banned or over:
+                new = [x for x in todo if targets.reads(q, x, banned, over)]
+                todo.difference_update(new)
+            else:
+                new, unmarked[q] = todo, set()
+            found.extend(new)
         for x in found:
             if not seen[x]:
                 seen[x] = 1
@@ -483,7 +552,7 @@ def _live(automaton: SharedRowDFA, targets: _RowTargets) -> list[bool]:
         for q in preds.get(x, ()):
             if waiting[q]:
                 for s in states_over[q]:
-                    if not live[s] and any(p == q and x not in targets.blocked(q, banned) for p, banned in parts_of[s]):
+                    if not live[s] and any(p == q and targets.reads(q, x, banned) for p, banned in parts_of[s]):
                         revive(s)
         for s in override_preds.get(x, ()):
             if not live[s]:
