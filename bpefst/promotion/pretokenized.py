@@ -233,6 +233,7 @@ class _BanSpace:
         self._out: list[int | None] = [None] * len(lattice)
         self._within: dict[tuple[int, int], int] = {}
         self._sets: dict[int, BannedTokens] = {}
+        self.last_bytes: tuple[BannedTokens | None, bytes] = (None, b"")  # see BannedTokens.__contains__
         self._row_masks: dict[int, tuple[dict, int]] = {}  # id(row) -> (row, its bitset)
 
     def within(self, t: int, r: int) -> int:
@@ -286,8 +287,18 @@ class BannedTokens:
         listed = self._listed
         if listed is not None:
             return token in listed
-        bit = self.space.bit(token)
-        return bit >= 0 and (self.mask >> bit) & 1 == 1
+        space = self.space
+        bit = space.bit(token)
+        if bit < 0:
+            return False
+        # Tests come in runs on one set (a row checked against it); shifting a
+        # 50k-bit int costs a microsecond, so its bytes are kept for the run.
+        owner, data = space.last_bytes
+        if owner is not self:
+            data = self.mask.to_bytes((self.mask.bit_length() + 7) >> 3, "little")
+            space.last_bytes = (self, data)
+        index = bit >> 3
+        return index < len(data) and (data[index] >> (bit & 7)) & 1 == 1
 
     def __iter__(self):
         if self._listed is None:
