@@ -213,6 +213,8 @@ def test_promote_bad_input(tmp_path, compiled, byte_tok) -> None:
     assert_user_error(run("promote", str(compiled), "--regex", "a(?=b)"), "at position 1")
     assert_user_error(run("promote", str(compiled), "--regex", "(ab"), "position")
     assert_user_error(run("promote", str(compiled), "--regex", "(a|b)*a(a|b){18}", "--max-states", "1000"), "--max-states 1,000")
+    for route in ([], ["--no-pretokenize"]):  # too many arcs to write out: refused before they are written
+        assert_user_error(run("promote", str(compiled), "--regex", "(ab|ba) c{1,2}", "--max-arcs", "3", *route), "--max-arcs 3 ")
     assert_user_error(run("promote", str(compiled)), "exactly one of")
     other = tmp_path / "other.bpefst"
     save_tokenizer(random_byte_model(30), other)

@@ -30,7 +30,7 @@ from .determinization import determinize
 from .dfa import DFA, DFABuilder
 from .dot import to_dot
 from .equivalence import Equivalence, counterexample, equivalent
-from .errors import StateLimitExceeded
+from .errors import ArcLimitExceeded, StateLimitExceeded
 from .exploration import explore
 from .language import count_by_length, count_strings, enumerate_strings, is_finite, random_accepted, sampler, shortest_accepted
 from .minimization import canonical, minimize
@@ -48,5 +48,5 @@ __all__ = [
     "explore", "complete", "complement", "equivalent", "counterexample", "Equivalence", "enumerate_strings",
     "count_strings", "count_by_length", "random_accepted", "sampler", "shortest_accepted", "is_finite",
     "map_symbols", "renumber", "reverse", "to_dot", "to_bytes", "from_bytes", "save", "load",
-    "StateLimitExceeded", "SharedRowDFA",
+    "StateLimitExceeded", "ArcLimitExceeded", "SharedRowDFA",
 ]

@@ -20,6 +20,16 @@ class StateLimitExceeded(BpefstError):
         self.limit = limit
 
 
+class ArcLimitExceeded(BpefstError):
+    """A construction would write out more arcs than the caller allowed."""
+
+    def __init__(self, what: str, limit: int, arcs: int | None = None) -> None:
+        size = f" ({arcs:,} arcs)" if arcs is not None else ""
+        super().__init__(f"{what} needs more than {limit:,} arcs written out{size} (arc limit exceeded)")
+        self.limit = limit
+        self.arcs = arcs
+
+
 def check_limit(count: int, max_states: int | None, what: str) -> None:
     """Raise :class:`StateLimitExceeded` if ``count`` exceeds ``max_states``."""
     if max_states is not None and count > max_states:

@@ -12,7 +12,7 @@ import click
 from ..artifact import atomic_write_bytes, write_artifact
 from ..automata import load as load_automaton
 from ..automata import random_accepted, to_dot
-from ..automata.errors import StateLimitExceeded
+from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..automata.serialize import to_body
 from ..errors import BpefstError
 from ..promotion import MODES, promote
@@ -43,12 +43,14 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--stats", is_flag=True, help="States, arcs and time per stage (on stderr).")
 @click.option("--sample", type=int, default=0, metavar="N", help="Print N random accepted token sequences with their text.")
 @click.option("--max-states", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Give up beyond this many states.")
+@click.option("--max-arcs", type=click.IntRange(min=1), default=20_000_000, show_default=True,
+              help="Give up when the result would have more arcs than this (about 100 bytes of memory each).")
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
 @click.option("--no-pretokenize", is_flag=True,
               help="Canonical modes: treat each match as one pre-tokenization chunk (BPE canonicity only), ignoring the tokenizer's pattern.")
 @user_errors
 def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
-                    tokenizer_path, no_pretokenize) -> None:
+                    max_arcs, tokenizer_path, no_pretokenize) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
     COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
@@ -88,9 +90,14 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
         raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
     compiled_at = time.perf_counter()
     try:
-        result = promote(base, model, mode, automaton, max_states=max_states, pretokenize=not no_pretokenize)
+        result = promote(base, model, mode, automaton, max_states=max_states, pretokenize=not no_pretokenize, max_arcs=max_arcs)
     except StateLimitExceeded:
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
+    except ArcLimitExceeded as exc:
+        size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
+        raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}; canonicity tells apart "
+                          f"the last token of long letter or digit runs. From Python, promote(..., minimal=False) builds it "
+                          f"with shared rows") from None
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
     encoder = ReferenceEncoder(model)
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from ..automata import DFA, minimize, trim
-from ..automata.errors import StateLimitExceeded
+from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
 from .banned_subset import restricted_banned
 
@@ -39,8 +39,14 @@ from .banned_subset import restricted_banned
 _HASHED_MASK_BITS = 8192
 
 
-def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states: int | None = None, minimal: bool = True) -> DFA:
-    """``lattice ∩ A_BPE`` over token ids (lazy product, reachable pairs only)."""
+def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states: int | None = None, minimal: bool = True,
+                        max_arcs: int | None = None) -> DFA:
+    """``lattice ∩ A_BPE`` over token ids (lazy product, reachable pairs only).
+
+    Raises StateLimitExceeded past ``max_states`` states and ArcLimitExceeded
+    past ``max_arcs`` arcs written (e-mail patterns over GPT-2 would write
+    hundreds of millions before reaching a state limit).
+    """
     transitions = lattice.transitions
     reachable = automaton.reachable
     # tokens A_BPE never reads (unreachable ones) are dropped from the lattice rows up front
@@ -154,6 +160,7 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
     rows: list[dict[int, int]] = []
     finals = []
     lattice_finals = lattice.finals
+    written = 0
     source = 0
     while source < len(state_q):  # breadth first; grows while we iterate
         q = state_q[source]
@@ -179,6 +186,9 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
         for t in banned:
             row.pop(t, None)
         rows.append(row)
+        written += len(row)
+        if max_arcs is not None and written > max_arcs:
+            raise ArcLimitExceeded("canonical promotion", max_arcs)
         source += 1
         if max_states is not None and len(state_q) > max_states:
             raise StateLimitExceeded("canonical promotion", max_states)

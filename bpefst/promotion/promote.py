@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..automata import DFA, minimize
+from ..automata.errors import ArcLimitExceeded
 from ..automata.shared_rows import SharedRowDFA
 from ..bpe import CanonicalAutomaton, MergeForest, build_canonical
 from ..errors import BpefstError
@@ -57,8 +58,13 @@ class Promotion:
 
 def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: CanonicalAutomaton | None = None,
             trie: SpellingTrie | None = None, max_states: int | None = None, pretokenize: bool | str = False,
-            minimal: bool = True) -> Promotion:
-    """Promote a base-symbol DFA to a token DFA (see module docstring)."""
+            minimal: bool = True, max_arcs: int | None = None) -> Promotion:
+    """Promote a base-symbol DFA to a token DFA (see module docstring).
+
+    ``max_states`` bounds the states built, ``max_arcs`` the arcs written out
+    (StateLimitExceeded / ArcLimitExceeded); the shared-row form
+    (``minimal=False``) writes no arcs.
+    """
     if mode not in MODES:
         raise BpefstError(f"unknown promotion mode {mode!r} (expected one of {', '.join(MODES)})")
     started = time.perf_counter()
@@ -92,7 +98,7 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     trie = trie or SpellingTrie.from_model(model)
     lap("trie")
     if chunked is not None:
-        return _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal)
+        return _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal, max_arcs)
     lattice = promote_agnostic(pattern, model, trie, minimal=(minimal and mode == "agnostic"))
     lap("lattice")
     if mode == "agnostic":
@@ -100,12 +106,12 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     if automaton is None:
         automaton = build_canonical(MergeForest.from_model(model))
         lap("a_bpe")
-    dfa = intersect_canonical(lattice, automaton, max_states=max_states, minimal=minimal)
+    dfa = intersect_canonical(lattice, automaton, max_states=max_states, minimal=minimal, max_arcs=max_arcs)
     lap("intersect")
     return Promotion(dfa, mode, timings)
 
 
-def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal: bool) -> Promotion:
+def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal: bool, max_arcs: int | None) -> Promotion:
     """``canonical`` with pre-tokenization: canonical subsets over the chunked pattern (:mod:`.pretokenized`)."""
     if automaton is None:
         automaton = build_canonical(MergeForest.from_model(model))
@@ -114,6 +120,8 @@ def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, 
     lap("subsets")
     if not minimal:
         return Promotion(shared, "canonical", timings)
+    if max_arcs is not None and (arcs := shared.num_arcs) > max_arcs:
+        raise ArcLimitExceeded("the canonical automaton", max_arcs, arcs)
     dfa = minimize(shared.to_dfa())
     lap("minimize")
     return Promotion(dfa, "canonical", timings)
