@@ -1,6 +1,7 @@
 """Opt-in acceptance runs (minutes): BPEFST_FULL=1 .venv/bin/pytest tests/test_tokenize_full.py -s
 
-* both corpora in full, all seven tokenizers, in-process and streamed (64 KB blocks) vs tiktoken / HF;
+* both corpora in full, all seven tokenizers, in-process and streamed (64 KB blocks) vs tiktoken / HF,
+  and with ``jobs=2`` for cl100k and o200k;
 * 1 MB of each adversarial input vs the oracles;
 * BPEFST_FULL_STRINGS (default 15,000) hypothesis strings per tokenizer (7 x 15,000 = 105,000).
 """
@@ -42,6 +43,8 @@ def test_full_corpus(kind: str, corpus: str) -> None:
     tok = Tokenizer(bpefst_encoder(kind).model)
     expected = oracle(kind, text)
     assert ours(tok, kind, text) == expected
+    if kind in TIKTOKEN_SPECS:  # the forked --jobs path, on a fresh tokenizer
+        assert Tokenizer(tok.model).encode(text, disallowed_special=(), jobs=2) == expected
     out = io.BytesIO()
     allowed = set() if kind in TIKTOKEN_SPECS else set(tok.model.specials)
     tokenize_stream(tok, io.BytesIO(raw), out, "ids", allowed, set(), block_size=1 << 16)
