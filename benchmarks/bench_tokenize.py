@@ -14,8 +14,8 @@ others in this process.
 
 * ``bpefst cold``: a fresh :class:`~bpefst.pipeline.encoder.Tokenizer` (empty
   chunk cache) per round; ``bpefst warm``: the same text again, cache warm;
-  ``bpefst jobs=J``: a fresh tokenizer split across J processes (pool start-up
-  included).
+  ``bpefst jobs=J``: a fresh tokenizer, ``encode(text, jobs=J)``: this process
+  encodes one part and J-1 forked children the others (forking included).
 * HF ``tokenizers`` loads the same tokenizer converted to ``tokenizer.json`` by
   bpefst (for cl100k/o200k), or GPT-2's files for ``--tokenizer gpt2``.
 * ``--adversarial``: bpefst on 1 MB and 10 MB (``--sizes``) of one letter, one
