@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..automata import DFA
 from ..automata.shared_rows import SharedRowDFA
+from .canonical import token_mask
 
 
 class GuidedAutomaton:
@@ -47,10 +48,7 @@ class GuidedAutomaton:
         """``allowed`` as a bitset over token ids (bit t set iff t may come next); cached."""
         mask = self._masks.get(state)
         if mask is None:
-            mask = 0
-            for token in self._row(state):
-                mask |= 1 << token
-            self._masks[state] = mask
+            mask = self._masks[state] = token_mask(self._row(state))  # linear, also for 100k-token rows
         return mask
 
     def step(self, state: int, token: int) -> int | None:
