@@ -29,8 +29,8 @@ import gc
 import multiprocessing
 from array import array
 from functools import partial
-from itertools import chain, compress
-from operator import not_
+from itertools import chain, compress, repeat
+from operator import lshift, not_, or_
 from typing import Iterable, Sequence
 
 import regex
@@ -81,7 +81,10 @@ class Tokenizer:
             self._whole_token = {s.encode("latin-1"): i for i, s in enumerate(t.spelled) if s is not None}
             self._byte_ids = t.symbols[:256]
             self._byte_table = bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
-        self._packed_merges = {pair: (rank << 32) | result for pair, (rank, result) in model.merge_table.items()}
+        # (left << shift | right) -> rank << 32 | result: an int key costs less to build and hash than a tuple
+        self._pair_shift = max(model.vocab, default=1).bit_length()
+        shift = self._pair_shift
+        self._packed_merges = {(a << shift) | b: (rank << 32) | result for (a, b), (rank, result) in model.merge_table.items()}
         self._pool = None
         self._pool_jobs = 0
 
@@ -151,8 +154,8 @@ class Tokenizer:
         occurrence, the order of the reference encoder's heap.
         """
         get = self._packed_merges.get
-        none = _NO_PAIR
-        pair = [get((a, b), none) for a, b in zip(ids, ids[1:])]
+        none, shift = _NO_PAIR, self._pair_shift
+        pair = list(map(get, map(or_, map(lshift, ids, repeat(shift)), ids[1:]), repeat(none)))
         while pair:
             best = min(pair)
             if best == none:
@@ -162,9 +165,9 @@ class Tokenizer:
             del ids[i + 1]
             del pair[i]
             if i > 0:
-                pair[i - 1] = get((ids[i - 1], ids[i]), none)
+                pair[i - 1] = get((ids[i - 1] << shift) | ids[i], none)
             if i < len(pair):
-                pair[i] = get((ids[i], ids[i + 1]), none)
+                pair[i] = get((ids[i] << shift) | ids[i + 1], none)
         return ids
 
     def bpe_via_transducer(self, chunk: str) -> list[int]:
