@@ -33,12 +33,13 @@ Part = tuple[int, frozenset]
 
 
 class SharedRowDFA:
-    """A DFA given by shared rows (see the module docstring); states are ``0..num_states-1``.
+    """A DFA given by shared rows (see the module docstring); states are ``0..len(parts)-1``.
 
     A symbol that parts over different shared rows both read (and do not
-    exclude) must be in the state's overrides.  ``dead`` marks states from which no final state can be reached. They keep
-    their numbers and have no parts and no arcs. The other states are the trim
-    automaton, and no arc leads to a dead state.
+    exclude) must be in the state's overrides.  ``dead`` marks states that
+    are unreachable or reach no final state: they keep their numbers and have
+    no parts and no arcs.  The other states are the trim automaton
+    (``num_states`` counts them), and no arc leads to a dead state.
     """
 
     def __init__(self, shared: list[dict[int, int]], parts: list[tuple[Part, ...]], overrides: list[dict[int, int | None] | None],

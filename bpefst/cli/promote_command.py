@@ -95,9 +95,8 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
     except ArcLimitExceeded as exc:
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
-        raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}; canonicity tells apart "
-                          f"the last token of long letter or digit runs. From Python, promote(..., minimal=False) builds it "
-                          f"with shared rows") from None
+        raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
+                          f"from Python, promote(..., minimal=False) builds it with shared rows") from None
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
     encoder = ReferenceEncoder(model)
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)

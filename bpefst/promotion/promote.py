@@ -13,7 +13,9 @@ results are trimmed and minimal.  With ``minimal=False`` the results are
 trimmed only, and the pre-tokenization-aware canonical route returns its
 :class:`~bpefst.automata.shared_rows.SharedRowDFA` as built, with no row
 written out: the form for automata too large to write out (JSON or e-mail
-patterns over cl100k), and the fastest route to a guided-generation automaton.  Without ``pretokenize`` canonical means
+patterns over cl100k), and the fastest route to a guided-generation automaton.
+
+Without ``pretokenize`` canonical means
 BPE-canonical for the whole matched text, i.e. as if the match were one
 pre-tokenization chunk.
 
