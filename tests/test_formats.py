@@ -6,6 +6,7 @@ import json
 
 import msgpack
 import pytest
+from regex import findall as regex_findall
 
 from bpefst.artifact import write_artifact
 from bpefst.errors import ArtifactError, BpefstError
@@ -36,11 +37,71 @@ def test_small_char_model_round_trips(tmp_path, fmt: str) -> None:
 
 def test_hf_loads_what_we_write_and_agrees(tmp_path) -> None:
     tokenizers = pytest.importorskip("tokenizers")
-    for model, text in ((random_byte_model(5, pattern=PRESETS["gpt2"]), SAMPLE), (random_char_model(6), "abc cab bbb a")):
-        path = tmp_path / f"{model.level}.json"
+    cases = [(random_byte_model(5, alphabet=b"abc 0123", pattern=PRESETS[p]), SAMPLE) for p in ("gpt2", "cl100k", "o200k")]
+    for model, text in cases + [(random_char_model(6), "abc cab bbb a")]:
+        path = tmp_path / f"{model.level}-{len(text)}-{model.fingerprint}.json"
         save_tokenizer(model, path, "hf")
         hf = tokenizers.Tokenizer.from_file(str(path))
         assert hf.encode(text).ids == ReferenceEncoder(model).encode(text, allowed_special="all")
+
+
+ONIG_SAMPLES = ["pep-0626/#out 34762 999999 7", "x1234567890y", "It's  \n\n 12 déjà ١٢٣٤ vu\t\r\n", "ab 3.14159 $1,000,000"]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_presets_split_in_hf_as_in_regex(preset: str) -> None:
+    """The Split we write for HF's Oniguruma cuts text exactly where ``regex.findall`` does."""
+    tokenizers = pytest.importorskip("tokenizers")
+    import regex
+
+    from bpefst.tokenizer.formats import hf
+
+    split_spec = hf._split(PRESETS[preset])
+    split = tokenizers.pre_tokenizers.Split(
+        tokenizers.Regex(split_spec["pattern"]["Regex"]), behavior=split_spec["behavior"].lower(), invert=split_spec["invert"]
+    )
+    for text in ONIG_SAMPLES:
+        assert [piece for piece, _ in split.pre_tokenize_str(text)] == regex.findall(PRESETS[preset], text), text
+        if split_spec["behavior"] == "Isolated":  # only for patterns that leave no gaps
+            assert "".join(regex.findall(PRESETS[preset], text)) == text
+
+
+def test_hf_reads_possessive_intervals_as_hf_runs_them(tmp_path) -> None:
+    """A tokenizer.json whose Split pattern has ``{1,3}+`` (a repeated interval for HF) encodes as HF does."""
+    tokenizers = pytest.importorskip("tokenizers")
+    model = random_byte_model(7, alphabet=b"0123456 ", num_merges=20, pattern=PRESETS["cl100k"])
+    path = tmp_path / "tok.json"
+    save_tokenizer(model, path, "hf")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    split = doc["pre_tokenizer"]["pretokenizers"][0]
+    assert split["pattern"]["Regex"] != PRESETS["cl100k"]  # written with an atomic group
+    assert load_tokenizer(path).pattern == PRESETS["cl100k"]  # and read back as the preset
+    split["pattern"]["Regex"] = PRESETS["cl100k"]  # now HF repeats the interval: "0626" is one chunk
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    ours = ReferenceEncoder(load_tokenizer(path))
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    for text in ONIG_SAMPLES:
+        assert ours.encode(text) == hf.encode(text).ids, text
+    assert regex_findall(load_tokenizer(path).pattern, "0626 12345") == ["0626", " ", "12345"]
+
+
+def test_hf_isolated_split_keeps_the_text_between_matches(tmp_path) -> None:
+    """HF's Isolated Split keeps unmatched text as pieces; read, it encodes as HF does, and what we write reads back."""
+    tokenizers = pytest.importorskip("tokenizers")
+    model = random_byte_model(8, pattern=r"[a-z]+")
+    path = tmp_path / "tok.json"
+    save_tokenizer(model, path, "hf")
+    assert load_tokenizer(path) == model
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert hf.encode("ab, cd!").ids == ReferenceEncoder(model).encode("ab, cd!")  # "Removed" + inverted: only the words
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["pre_tokenizer"]["pretokenizers"][0].update(behavior="Isolated", invert=False)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = ReferenceEncoder(load_tokenizer(path))
+    for text in ("ab, cd!", "  x y\n", "abc"):
+        assert ours.encode(text) == hf.encode(text).ids, text
+    assert ReferenceEncoder(model).encode("ab, cd!") != ours.encode("ab, cd!")
 
 
 def test_real_tokenizers_round_trip(tmp_path) -> None:

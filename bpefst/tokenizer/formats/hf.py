@@ -8,7 +8,9 @@ What we read (and refuse, with a message, when a file uses something else):
 * byte-level when a ``ByteLevel`` pre-tokenizer or decoder is present (tokens are
   spelled with GPT-2's byte-to-unicode table), character-level otherwise;
 * pre-tokenizers: none, ``ByteLevel`` (GPT-2 pattern when ``use_regex``),
-  ``Whitespace``, ``WhitespaceSplit``, an ``Isolated`` ``Split`` on a regex, and a
+  ``Whitespace``, ``WhitespaceSplit``, a ``Split`` on a regex (in HF's Oniguruma
+  dialect, translated by :mod:`.onig`; ``Isolated``, or ``Removed`` and inverted,
+  which is what we write for patterns that leave text between matches), and a
   ``Sequence`` of a ``Split`` followed by a regex-free ``ByteLevel`` (how cl100k-
   style tokenizers are written); ``add_prefix_space`` must be false;
 * no normalizer; added tokens are special tokens (split off before BPE) and
@@ -27,6 +29,10 @@ from ..byte_unicode import decode_text, encode_bytes
 from ..model import BPEModel
 from ..pretokenize import PRESETS
 from .common import parse_json, read_raw
+from .onig import from_oniguruma, to_oniguruma
+
+# Presets whose matches cover all text (no gaps between them); tests/test_formats.py checks it
+_COVERING_PRESETS = (PRESETS["gpt2"], PRESETS["cl100k"], PRESETS["o200k"])
 
 
 def read(path: str | os.PathLike, pattern: str | None = None) -> BPEModel:
@@ -137,16 +143,30 @@ def _pre_tokenizer(spec: Any, name: str) -> tuple[bool, str | None]:
 
 
 def _split_pattern(spec: dict, name: str) -> str:
-    if spec.get("behavior") != "Isolated" or spec.get("invert"):
-        raise BpefstError(f"{name}: only Split pre-tokenizers with behavior Isolated are supported (found {spec.get('behavior')!r})")
+    """The ``findall`` pattern that cuts text as HF's ``Split`` does.
+
+    ``Isolated`` keeps the text between matches as pieces of its own, so a pattern
+    that does not cover all text gets an alternative for those gaps;
+    ``Removed`` with ``invert`` keeps the matches only, which is ``findall``.
+    """
+    behavior, invert = spec.get("behavior"), bool(spec.get("invert"))
+    if (behavior, invert) not in (("Isolated", False), ("Removed", True)):
+        raise BpefstError(f"{name}: only Split pre-tokenizers with behavior Isolated, or Removed and inverted, are supported "
+                          f"(found {behavior!r}{', inverted' if invert else ''})")
     pattern = spec.get("pattern") or {}
     if "Regex" in pattern:
-        return pattern["Regex"]
-    if "String" in pattern:
+        found = pattern["Regex"]
+        for preset in _COVERING_PRESETS:
+            if found == to_oniguruma(preset):
+                return preset
+        found = from_oniguruma(found)
+    elif "String" in pattern:
         import regex
 
-        return regex.escape(pattern["String"])
-    raise BpefstError(f"{name}: Split pre-tokenizer has no pattern")
+        found = regex.escape(pattern["String"])
+    else:
+        raise BpefstError(f"{name}: Split pre-tokenizer has no pattern")
+    return found if behavior == "Removed" else f"(?:{found})|(?:(?!(?:{found}))(?s:.))+"
 
 
 def to_document(model: BPEModel) -> dict[str, Any]:
@@ -201,7 +221,15 @@ def to_document(model: BPEModel) -> dict[str, Any]:
 
 
 def _split(pattern: str) -> dict:
-    return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
+    """HF's ``Split`` for ``findall(pattern)``.
+
+    The GPT-style presets match every character, so they are written the usual
+    way (``Isolated``); any other pattern might leave gaps, which ``Isolated``
+    would keep as pieces, so it is written ``Removed`` and inverted.
+    """
+    if pattern in _COVERING_PRESETS:
+        return {"type": "Split", "pattern": {"Regex": to_oniguruma(pattern)}, "behavior": "Isolated", "invert": False}
+    return {"type": "Split", "pattern": {"Regex": to_oniguruma(pattern)}, "behavior": "Removed", "invert": True}
 
 
 def write(model: BPEModel, path: str | os.PathLike) -> None:
