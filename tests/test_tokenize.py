@@ -278,6 +278,12 @@ def test_jobs_fork_children_give_the_reference_ids_and_raise_their_errors(small_
             tok.encode(bad, jobs=jobs)
         assert str(parallel.value) == str(serial.value)
     assert f"at character {len(text) + 4}" in str(serial.value)
+    # errors in several pieces: the first in text order is raised, whichever process met it
+    half = len(text) // 2
+    worse = text[:half] + "<|end|>" + text[half:] + "\nab <|end|> c"
+    for jobs in (2, 3):
+        with pytest.raises(BpefstError, match=f"at character {half}[^0-9]"):
+            tok.encode(worse, jobs=jobs)
     try:  # every finished child was reaped: none is left as a zombie
         assert os.waitpid(-1, os.WNOHANG) == (0, 0)
     except ChildProcessError:
