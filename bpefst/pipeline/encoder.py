@@ -46,6 +46,7 @@ from .forking import ForkedCall, PieceQueue, fork_available
 DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
 BLOCK = 16_384  # characters pre-tokenized at a time (see Tokenizer.encode_plain); 16-64K measured alike
 SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
+UNCACHED_CHUNK = 4096  # longer chunks are not cached
 _NO_PAIR = 1 << 62
 # With jobs > 1, pieces per process: enough that a process slowed down by a busy core
 # or copy-on-write faults hands pieces to the others, few enough that the wait for
@@ -61,11 +62,11 @@ class _ChunkCache(dict):
 
     __slots__ = ("_miss",)
 
-    def __init__(self, miss: Callable[[str], tuple[int, ...]]):
+    def __init__(self, miss: Callable[[str], Sequence[int]]):
         super().__init__()
         self._miss = miss
 
-    def __missing__(self, chunk: str) -> tuple[int, ...]:
+    def __missing__(self, chunk: str) -> Sequence[int]:
         return self._miss(chunk)
 
 
@@ -124,24 +125,27 @@ class Tokenizer:
 
     # -- chunks ----------------------------------------------------------------------
 
-    def encode_chunk(self, chunk: str) -> tuple[int, ...]:
+    def encode_chunk(self, chunk: str) -> Sequence[int]:
         """BPE of one pre-tokenized chunk (cached)."""
         return self._cache[chunk]
 
-    def _miss(self, chunk: str) -> tuple[int, ...]:
+    def _miss(self, chunk: str) -> Sequence[int]:
         if self._byte_codes:
             data = encode_text(chunk)
             whole = self._whole_token.get(data)
             if whole is not None:
-                ids: tuple[int, ...] = (whole,)
+                ids: Sequence[int] = (whole,)
             elif len(data) <= SHORT_CHUNK:
                 table = self._byte_table
                 symbols = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
                 ids = tuple(self.bpe_short(symbols))
             else:
-                ids = tuple(self.transducer.transduce(data.decode("latin-1")))
+                ids = self.transducer.transduce(data.decode("latin-1"))
         else:
-            ids = tuple(self._bpe_symbols(self.reference.spell(chunk)))
+            ids = self._bpe_symbols(self.reference.spell(chunk))
+        if len(chunk) > UNCACHED_CHUNK:  # would rarely repeat; a copy to cache it costs a pass over megabytes
+            return ids
+        ids = tuple(ids)
         cache = self._cache
         if len(cache) >= self.cache_size:
             cache.clear()
