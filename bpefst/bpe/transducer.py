@@ -115,7 +115,10 @@ class SubsequentialTransducer:
         self.symbols: list[int] = base  # code index -> base symbol id
         self.code_of: dict[int, str] = {sym: chr(k) for k, sym in enumerate(base)}
         self._build_spellings()
-        self._compat: dict[tuple[int, int], bool] = {}
+        # (u << shift | v) -> whether v may follow u; an int key costs less memory and
+        # hashing than a tuple, which counts on text that keeps meeting new pairs
+        self._compat: dict[int, bool] = {}
+        self._pair_shift = max(f.size, 2).bit_length()
         self.states: dict[tuple[int, str], State] = {}
         self.counters = {"states_built": 0, "arcs_built": 0, "cache_clears": 0, "max_delay": 0}
         self.start = self._intern(State(START, "", [START], ()))
@@ -161,7 +164,7 @@ class SubsequentialTransducer:
     def compatible(self, u: int, v: int) -> bool:
         if u == START:
             return True
-        key = (u, v)
+        key = (u << self._pair_shift) | v
         ok = self._compat.get(key)
         if ok is None:
             ok = compatible_before(self.forest, u, v)
