@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from bpefst.cli.tokenize_command import compile_transducer_command, tokenize
 from bpefst.errors import BpefstError
 from bpefst.pipeline.encoder import Tokenizer, cut_rule_for, safe_cut
+from bpefst.pipeline.forking import ForkedCall, PieceQueue
 from bpefst.pipeline.tokenize import tokenize_stream
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, save_tokenizer
 from conftest import ALL_REAL_TOKENIZERS, TIKTOKEN_SPECS, bpefst_encoder, corpus_prefix, oracle_ids, require_shared
@@ -288,3 +289,26 @@ def test_jobs_fork_children_give_the_reference_ids_and_raise_their_errors(small_
         assert os.waitpid(-1, os.WNOHANG) == (0, 0)
     except ChildProcessError:
         pass
+
+
+def test_piece_queue_hands_every_piece_to_exactly_one_process() -> None:
+    """Three processes drain one queue: each number is taken once, and in increasing order by each taker."""
+    queue = PieceQueue(200)
+
+    def drain() -> bytes:
+        taken = []
+        while (piece := queue.take()) is not None:
+            taken.append(piece)
+            time.sleep(0.0005)  # let the others interleave
+        return bytes(taken)
+
+    children = [ForkedCall(drain) for _ in range(2)]
+    try:
+        takes = [drain()] + [child.result() for child in children]
+    finally:
+        queue.close()
+        for child in children:
+            child.cancel()
+    assert sorted(b for taken in takes for b in taken) == list(range(200))
+    assert all(list(taken) == sorted(taken) for taken in takes)
+    assert sum(1 for taken in takes if taken) >= 2  # the pieces were shared, not drained by one
