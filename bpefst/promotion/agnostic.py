@@ -27,6 +27,7 @@ class SpellingTrie:
     tokens: list[list[int]]
     _steps: list[dict[int, tuple[int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _chains: list[dict[int, tuple[tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
+    _chain_lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -69,6 +70,12 @@ class SpellingTrie:
                     chains[node][s] = (rest, token, end, rest_id)
             self._chains = chains
         return self._chains
+
+    def chain_lists(self) -> list[list[tuple[int, tuple[int, ...], int, int, int]]]:
+        """:meth:`chains` as flat lists ``(first symbol, rest, token, end, rest id)``: the walk's loop unpacks them in one step."""
+        if self._chain_lists is None:
+            self._chain_lists = [[(symbol, *chain) for symbol, chain in kids.items()] for kids in self.chains()]
+        return self._chain_lists
 
     def _chain(self, node: int) -> tuple[tuple[int, ...], int, int]:
         """From ``node`` (just entered), the symbols of the chain below it, its token code and its end."""
@@ -243,24 +250,25 @@ def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _
     has readable symbols is entered from the smaller side.
     """
     transforms = _Transforms(transitions)
-    chains, ends, tokens_of = trie.chains(), trie.tokens, transforms.tokens
+    chains, chain_lists, ends, tokens_of = trie.chains(), trie.chain_lists(), trie.tokens, transforms.tokens
     next_of, readable, extend = transforms._next, transforms.readable, transforms.step
     after_rest = transforms._after_rest
     stack = [(0, 0)]
     pop, push = stack.pop, stack.append
     while stack:
         node, tid = pop()
-        kids = chains[node]
+        kids = chain_lists[node]
         get = next_of[tid].get
         if len(kids) > 32 and len(kids) > len(live := readable(tid)):
-            kids = [(symbol, arc) for symbol in live if (arc := kids.get(symbol)) is not None]
-        else:
-            kids = kids.items()
-        for symbol, (rest, token, child, rest_id) in kids:
+            by_symbol = chains[node]
+            kids = [(symbol, *arc) for symbol in live if (arc := by_symbol.get(symbol)) is not None]
+        for symbol, rest, token, child, rest_id in kids:
             ctid = get(symbol)
             if ctid is None:
                 ctid = extend(tid, symbol)
-            if rest_id and ctid >= 0:
+            if ctid < 0:
+                continue
+            if rest_id:
                 memo = after_rest[ctid]
                 after = memo.get(rest_id)
                 if after is None:
@@ -271,9 +279,9 @@ def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _
                         if after < 0:
                             break
                     memo[rest_id] = after
+                if after < 0:
+                    continue
                 ctid = after
-            if ctid < 0:
-                continue
             if token >= 0:
                 tokens_of[ctid].append(token)
             elif token < -1:
