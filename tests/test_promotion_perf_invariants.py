@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,9 +21,11 @@ from bpefst.automata import DFA, minimize, trim
 from bpefst.automata.minimization import _coarsest_stable_partition, canonical
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.promotion import SpellingTrie, intersect_canonical, promote_agnostic
-from bpefst.promotion.agnostic import token_arcs
+from bpefst.promotion import subtrees
+from bpefst.promotion.agnostic import _Transforms, token_arcs
 from bpefst.regex import alphabet_for, compile_regex
-from bpefst.tokenizer import PRESETS
+from bpefst.tokenizer import PRESETS, load_tokenizer
+from conftest import require_shared
 from small_models import random_byte_model
 
 
@@ -109,14 +112,46 @@ def brute_force_rows(dfa: DFA, model) -> list[dict[int, int]]:
     return rows
 
 
+@pytest.mark.parametrize("min_tokens", [subtrees.MIN_TOKENS, 1])
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([r"[ab1]{1,6}-[ab]{0,3}", r'"[a-b ]{1,5}": [1]{1,3}', r"(ab|a|b1)*x?", r"-?1(ab)*", r"[ab]*"]))
-def test_transform_walk_matches_brute_force(seed: int, pattern: str) -> None:
-    """The single walk carrying state transforms (over the chain-compressed trie) gives every state's arcs."""
+def test_transform_walk_matches_brute_force(min_tokens: int, seed: int, pattern: str) -> None:
+    """The single walk carrying state transforms (over the chain-compressed trie) gives every state's arcs.
+
+    With ``min_tokens`` 1 every subtree is a candidate for filing in bulk, which
+    these small vocabularies would otherwise rarely reach.
+    """
     model = random_byte_model(seed, alphabet=b'ab1-x" :', num_merges=40, pattern=PRESETS["gpt2"])
     dfa = trim(compile_regex(pattern, alphabet_for(model)))
-    lattice = promote_agnostic(dfa, model, SpellingTrie.from_model(model), minimal=False)
+    default = subtrees.MIN_TOKENS
+    subtrees.MIN_TOKENS = min_tokens  # read when the trie's index is built
+    try:
+        lattice = promote_agnostic(dfa, model, SpellingTrie.from_model(model), minimal=False)
+    finally:
+        subtrees.MIN_TOKENS = default
     assert lattice.transitions == brute_force_rows(dfa, model)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k"])
+def test_bulk_filing_on_real_vocabularies(name: str, monkeypatch) -> None:
+    """On letter-heavy patterns over real vocabularies, where most tokens are filed in bulk, every row equals the per-state walk."""
+    sources = {"gpt2": "gpt2/vocab.json", "cl100k": "tiktoken/cl100k_base.tiktoken.gz"}
+    model = load_tokenizer(require_shared() / sources[name])
+    trie = SpellingTrie.from_model(model)
+    bulk_runs = []
+    run = _Transforms.uniform_run
+
+    def counted(self, *args):
+        found = run(self, *args)
+        bulk_runs.append(bool(found))
+        return found
+
+    monkeypatch.setattr(_Transforms, "uniform_run", counted)
+    for regex in (r'\{"name": "[A-Za-z ]{1,10}", "age": [0-9]{1,3}\}', r"[a-z0-9._]{1,12}@[a-z]{1,8}\.(com|org|net)"):
+        dfa = trim(compile_regex(regex, alphabet_for(model)))
+        lattice = promote_agnostic(dfa, model, trie, minimal=False)
+        assert lattice.transitions == [token_arcs(dfa, trie, q) for q in range(dfa.num_states)], regex
+    assert sum(bulk_runs) > 100  # the bulk path was taken, not just offered
 
 
 def test_chains_spell_every_token() -> None:

@@ -17,6 +17,7 @@ from itertools import repeat
 
 from ..automata import DFA, minimize, trim
 from ..tokenizer import BPEModel
+from .subtrees import NOT_INDEXED, Subtrees
 
 
 @dataclass
@@ -28,6 +29,7 @@ class SpellingTrie:
     _steps: list[dict[int, tuple[int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _chains: list[dict[int, tuple[tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _chain_lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
+    _subtrees: Subtrees | None = field(default=None, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -76,6 +78,12 @@ class SpellingTrie:
         if self._chain_lists is None:
             self._chain_lists = [[(symbol, *chain) for symbol, chain in kids.items()] for kids in self.chains()]
         return self._chain_lists
+
+    def subtrees(self) -> Subtrees:
+        """The index of large subtrees (:mod:`.subtrees`) for filing tokens in bulk; built once."""
+        if self._subtrees is None:
+            self._subtrees = Subtrees(self.children, self.tokens)
+        return self._subtrees
 
     def _chain(self, node: int) -> tuple[tuple[int, ...], int, int]:
         """From ``node`` (just entered), the symbols of the chain below it, its token code and its end."""
@@ -176,6 +184,7 @@ class _Transforms:
         self._next: list[dict[int, int]] = [{}]  # transform -> symbol -> transform (memo)
         self._readable: list[set[int] | None] = [None]
         self._after_rest: list[dict[int, int]] = [{}]  # transform -> rest id -> transform after that rest (memo)
+        self._uniform: list[dict[int, int]] = [{}]  # transform -> alphabet id -> uniform_step (memo)
 
     def readable(self, tid: int) -> set[int]:
         """Symbols some target of transform ``tid`` reads: the only ones worth following."""
@@ -211,7 +220,41 @@ class _Transforms:
             self._next.append({})
             self._readable.append(None)
             self._after_rest.append({})
+            self._uniform.append({})
         return child
+
+    def uniform_run(self, tid: int, alphabet: int, symbols: frozenset[int], height: int) -> list[int] | None:
+        """The transforms after 1, 2, ... symbols of ``symbols`` when each step moves alike, else None.
+
+        ``run[d - 1]`` is where every spelling of length ``d`` over ``symbols``
+        leads from ``tid``; the run stops early where they all die.  None when
+        at some length different symbols lead to different transforms.
+        """
+        run = []
+        for _ in range(height):
+            memo = self._uniform[tid]
+            nxt = memo.get(alphabet)
+            if nxt is None:
+                nxt = memo[alphabet] = self._uniform_step(tid, symbols)
+            if nxt == _MIXED:
+                return None
+            if nxt < 0:
+                break
+            run.append(nxt)
+            tid = nxt
+        return run
+
+    def _uniform_step(self, tid: int, symbols: frozenset[int]) -> int:
+        """The transform every symbol of ``symbols`` leads to from ``tid``; -1 if none is readable; else _MIXED."""
+        live = self.readable(tid)
+        if not symbols <= live:
+            return -1 if symbols.isdisjoint(live) else _MIXED
+        others = iter(symbols)
+        first = self.step(tid, next(others))
+        return first if all(self.step(tid, symbol) == first for symbol in others) else _MIXED
+
+
+_MIXED = -2
 
 
 def _rows_by_transform(transitions: list[dict[int, int]], trie: SpellingTrie) -> list[dict[int, int]]:
@@ -247,16 +290,25 @@ def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _
     The loop is the hot spot on large patterns (one iteration per live chain
     of the trie), so the memo ``next_of[tid]`` is read inline; it also
     records dead steps as -1, and a node with more chains than its transform
-    has readable symbols is entered from the smaller side.
+    has readable symbols is entered from the smaller side.  A large subtree
+    whose symbols all move the transform alike is not walked: its tokens are
+    filed by length (:mod:`.subtrees`).
     """
     transforms = _Transforms(transitions)
     chains, chain_lists, ends, tokens_of = trie.chains(), trie.chain_lists(), trie.tokens, transforms.tokens
     next_of, readable, extend = transforms._next, transforms.readable, transforms.step
     after_rest = transforms._after_rest
+    subtrees = trie.subtrees()
+    alphabet_id, alphabets, height, uniform_run = subtrees.alphabet_id, subtrees.alphabets, subtrees.height, transforms.uniform_run
     stack = [(0, 0)]
     pop, push = stack.pop, stack.append
     while stack:
         node, tid = pop()
+        alphabet = alphabet_id[node]
+        if alphabet != NOT_INDEXED and (run := uniform_run(tid, alphabet, alphabets[alphabet], height[node])) is not None:
+            for distance, after in enumerate(run, 1):
+                tokens_of[after].extend(subtrees.tokens_below(node, distance))
+            continue
         kids = chain_lists[node]
         get = next_of[tid].get
         if len(kids) > 32 and len(kids) > len(live := readable(tid)):
