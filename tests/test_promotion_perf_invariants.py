@@ -126,7 +126,9 @@ def test_transform_walk_matches_brute_force(min_tokens: int, seed: int, pattern:
     default = subtrees.MIN_TOKENS
     subtrees.MIN_TOKENS = min_tokens  # read when the trie's index is built
     try:
-        lattice = promote_agnostic(dfa, model, SpellingTrie.from_model(model), minimal=False)
+        trie = SpellingTrie.from_model(model)
+        trie.subtrees()  # otherwise built on a trie's second walk only
+        lattice = promote_agnostic(dfa, model, trie, minimal=False)
     finally:
         subtrees.MIN_TOKENS = default
     assert lattice.transitions == brute_force_rows(dfa, model)
@@ -138,6 +140,7 @@ def test_bulk_filing_on_real_vocabularies(name: str, monkeypatch) -> None:
     sources = {"gpt2": "gpt2/vocab.json", "cl100k": "tiktoken/cl100k_base.tiktoken.gz"}
     model = load_tokenizer(require_shared() / sources[name])
     trie = SpellingTrie.from_model(model)
+    trie.subtrees()  # otherwise built on the trie's second walk only
     bulk_runs = []
     run = _Transforms.uniform_run
 
@@ -210,3 +213,15 @@ def test_set_bits_finds_every_set_bit() -> None:
         positions = rng.sample(range(60_000), count)
         mask = sum(1 << p for p in positions)
         assert sorted(set_bits(mask)) == sorted(positions)
+
+
+def test_subtree_index_waits_for_a_second_walk() -> None:
+    """A trie walked once (a one-off promotion) does not build the subtree index; its second walk does, with equal rows."""
+    model = random_byte_model(11, alphabet=b"ab1", num_merges=30)
+    dfa = trim(compile_regex(r"[ab1]{1,6}", alphabet_for(model)))
+    trie = SpellingTrie.from_model(model)
+    first = promote_agnostic(dfa, model, trie, minimal=False)
+    assert trie._subtrees is None
+    second = promote_agnostic(dfa, model, trie, minimal=False)
+    assert trie._subtrees is not None
+    assert first.transitions == second.transitions == brute_force_rows(dfa, model)

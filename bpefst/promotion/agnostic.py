@@ -26,10 +26,12 @@ class SpellingTrie:
 
     children: list[dict[int, int]]
     tokens: list[list[int]]
+    spellings: dict[int, tuple[int, ...]] | None = field(default=None, repr=False, compare=False)  # token -> symbols, if known
     _steps: list[dict[int, tuple[int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _chains: list[dict[int, tuple[tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _chain_lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _subtrees: Subtrees | None = field(default=None, init=False, repr=False, compare=False)
+    _walks: int = field(default=0, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -63,27 +65,53 @@ class SpellingTrie:
             children, ends = self.children, self.tokens
             rest_ids: dict[tuple[int, ...], int] = {(): 0}
             chains: list[dict[int, tuple[tuple[int, ...], int, int, int]]] = [{} for _ in children]
+            lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] = [[] for _ in children]
             for node, kids in enumerate(children):
                 if node and len(kids) == 1 and not ends[node]:
                     continue  # inside a chain
+                here, listed = chains[node], lists[node]
                 for s, c in kids.items():
                     rest, token, end = self._chain(c)
                     rest_id = rest_ids.setdefault(rest, len(rest_ids))
-                    chains[node][s] = (rest, token, end, rest_id)
-            self._chains = chains
+                    here[s] = (rest, token, end, rest_id)
+                    listed.append((s, rest, token, end, rest_id))
+            self._chains, self._chain_lists = chains, lists
         return self._chains
 
     def chain_lists(self) -> list[list[tuple[int, tuple[int, ...], int, int, int]]]:
         """:meth:`chains` as flat lists ``(first symbol, rest, token, end, rest id)``: the walk's loop unpacks them in one step."""
         if self._chain_lists is None:
-            self._chain_lists = [[(symbol, *chain) for symbol, chain in kids.items()] for kids in self.chains()]
+            self.chains()
         return self._chain_lists
 
     def subtrees(self) -> Subtrees:
         """The index of large subtrees (:mod:`.subtrees`) for filing tokens in bulk; built once."""
         if self._subtrees is None:
-            self._subtrees = Subtrees(self.children, self.tokens)
+            self._subtrees = Subtrees(self.children, self.spellings if self.spellings is not None else self._spell_all())
         return self._subtrees
+
+    def subtrees_if_reused(self) -> Subtrees | None:
+        """:meth:`subtrees` once the trie is walked a second time (or the index exists), else None.
+
+        Building the index costs more than it saves in one walk (0.25 s for
+        cl100k, against at most tens of milliseconds), so a one-off promotion,
+        as from the command line, does without; a trie kept to promote pattern
+        after pattern builds it on its second walk.
+        """
+        self._walks += 1
+        if self._subtrees is None and self._walks < 2:
+            return None
+        return self.subtrees()
+
+    def _spell_all(self) -> dict[int, tuple[int, ...]]:
+        """``token -> spelling`` read off the trie (for tries built without their spellings)."""
+        spellings: dict[int, tuple[int, ...]] = {}
+        stack: list[tuple[int, tuple[int, ...]]] = [(0, ())]
+        while stack:
+            node, prefix = stack.pop()
+            spellings.update(dict.fromkeys(self.tokens[node], prefix))
+            stack.extend((child, (*prefix, symbol)) for symbol, child in self.children[node].items())
+        return spellings
 
     def _chain(self, node: int) -> tuple[tuple[int, ...], int, int]:
         """From ``node`` (just entered), the symbols of the chain below it, its token code and its end."""
@@ -112,7 +140,7 @@ class SpellingTrie:
                     ends.append([])
                 node = nxt
             ends[node].append(token)
-        return cls(children, ends)
+        return cls(children, ends, spellings if tokens is None else {t: spellings[t] for t in tokens})
 
 
 def token_arcs(pattern: DFA, trie: SpellingTrie, state: int) -> dict[int, int]:
@@ -298,8 +326,12 @@ def _walk_transforms(transitions: list[dict[int, int]], trie: SpellingTrie) -> _
     chains, chain_lists, ends, tokens_of = trie.chains(), trie.chain_lists(), trie.tokens, transforms.tokens
     next_of, readable, extend = transforms._next, transforms.readable, transforms.step
     after_rest = transforms._after_rest
-    subtrees = trie.subtrees()
-    alphabet_id, alphabets, height, uniform_run = subtrees.alphabet_id, subtrees.alphabets, subtrees.height, transforms.uniform_run
+    subtrees = trie.subtrees_if_reused()
+    if subtrees is None:
+        alphabet_id, alphabets, height = [NOT_INDEXED] * len(chains), [], []
+    else:
+        alphabet_id, alphabets, height = subtrees.alphabet_id, subtrees.alphabets, subtrees.height
+    uniform_run = transforms.uniform_run
     stack = [(0, 0)]
     pop, push = stack.pop, stack.append
     while stack:

@@ -8,20 +8,21 @@ one, and so on for the subtree's height (a loop over ``[A-Za-z ]`` reading
 the letter tokens below ``" hel"``), then all tokens ``d`` symbols below the
 node share the transform reached after ``d`` steps, whatever they spell.
 
-This index holds what that shortcut needs, built once per trie:
-
-* for every node with at least :data:`MIN_TOKENS` tokens strictly below it,
-  the set of symbols on the arcs below it (its *alphabet*, interned) and its
-  height; smaller subtrees are walked, as checking them would cost about as
-  much as walking them;
-* the tokens of each spelled length in trie preorder, so that the tokens of
-  one length below a node are one slice, found by bisecting preorder
-  positions.
+This index holds what that shortcut needs.  Only nodes with at least
+:data:`MIN_TOKENS` tokens strictly below them are indexed (smaller subtrees
+cost about as much to check as to walk); for each, the set of symbols on
+the arcs below it (its *alphabet*, interned) and its height.  It is built
+from the spellings sorted: the tokens below a node are the ones its
+spelling prefixes, a contiguous range found by bisection, so only the
+indexed nodes and their children are visited.  Per spelled length the
+sorted spellings give the tokens ``d`` symbols below a node as one slice.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
+from itertools import chain
+from operator import itemgetter
 
 # Measured on the bench patterns: 16 and 64 gain the same on GPT-2 JSON (the walk
 # 22 ms -> 10 ms); below 64, cl100k's mixed-symbol subtrees cost more checks than
@@ -29,62 +30,79 @@ from bisect import bisect_left, bisect_right
 MIN_TOKENS = 64
 
 NOT_INDEXED = -1
+_AFTER = float("inf")  # sorts after every symbol: ``prefix + (_AFTER,)`` bounds the spellings ``prefix`` starts
 
 
 class Subtrees:
-    """Per node: alphabet id (or :data:`NOT_INDEXED`), height and preorder range; tokens by length in preorder."""
+    """Per node: alphabet id (or :data:`NOT_INDEXED`) and height; tokens by length and prefix."""
 
-    def __init__(self, children: list[dict[int, int]], ends: list[list[int]]):
-        order, depth, symbol_in = _preorder(children)
-        count = len(children)
-        position = [0] * count
-        for k, node in enumerate(order):
-            position[node] = k
-        end, height, below = [0] * count, [0] * count, [0] * count
-        for node in reversed(order):
-            last, tall, size = position[node] + 1, 0, 0
-            for child in children[node].values():
-                last = max(last, end[child])
-                tall = max(tall, height[child] + 1)
-                size += below[child] + len(ends[child])
-            end[node], height[node], below[node] = last, tall, size
+    def __init__(self, children: list[dict[int, int]], spellings: dict[int, tuple[int, ...]]):
+        ordered = sorted(spellings.items(), key=itemgetter(1))
+        keys = list(map(itemgetter(1), ordered))
+        tokens = list(map(itemgetter(0), ordered))
+        lengths = list(map(len, keys))
+        by_length = sorted(range(len(keys)), key=lengths.__getitem__)  # stable: by spelling within a length
+        lengths.sort()
+        self._by_length: dict[int, tuple[list[tuple[int, ...]], list[int]]] = {}
+        start = 0
+        while start < len(by_length):
+            length = lengths[start]
+            stop = bisect_left(lengths, length + 1, start)
+            group = by_length[start:stop]
+            self._by_length[length] = (list(map(keys.__getitem__, group)), list(map(tokens.__getitem__, group)))
+            start = stop
+        self.alphabet_id = [NOT_INDEXED] * len(children)
+        self.height = [0] * len(children)
+        self._prefix: dict[int, tuple[int, ...]] = {}
+        self.alphabets: list[frozenset[int]] = []
+        indexed = self._find_large(children, keys)
+        self._index_alphabets(children, keys, indexed)
+
+    def _find_large(self, children: list[dict[int, int]], keys: list[tuple[int, ...]]) -> list[tuple[int, int, int]]:
+        """``(node, lo, hi)`` for the large nodes, parents first; ``keys[lo:hi]`` spell the tokens at and below."""
+        found = []
+        stack = [(0, ())]
+        while stack:
+            node, prefix = stack.pop()
+            lo = bisect_left(keys, prefix)
+            hi = bisect_left(keys, (*prefix, _AFTER), lo)
+            at_node = bisect_left(keys, (*prefix, -_AFTER), lo, hi) - lo  # tokens spelled exactly ``prefix``
+            if hi - lo - at_node < MIN_TOKENS:
+                continue
+            found.append((node, lo, hi))
+            self._prefix[node] = prefix
+            self.height[node] = max(map(len, keys[lo:hi])) - len(prefix)
+            stack.extend((child, (*prefix, symbol)) for symbol, child in children[node].items())
+        return found
+
+    def _index_alphabets(self, children: list[dict[int, int]], keys: list[tuple[int, ...]],
+                         indexed: list[tuple[int, int, int]]) -> None:
+        """Each large node's alphabet, children before parents: small children are read off their spellings."""
+        symbols_below: dict[int, frozenset[int]] = {}
         interned: dict[frozenset[int], int] = {}
-        self.alphabet_id = [NOT_INDEXED] * count
-        for node in range(count):
-            if below[node] >= MIN_TOKENS:
-                symbols = frozenset(symbol_in[position[node] + 1:end[node]])
-                self.alphabet_id[node] = interned.setdefault(symbols, len(interned))
-        self.alphabets: list[frozenset[int]] = list(interned)
-        self.height, self.depth, self.position, self.end = height, depth, position, end
-        self._positions: dict[int, list[int]] = {}
-        self._tokens: dict[int, list[int]] = {}
-        for k, node in enumerate(order):
-            if ends[node]:
-                length = depth[node]
-                self._positions.setdefault(length, []).extend([k] * len(ends[node]))
-                self._tokens.setdefault(length, []).extend(ends[node])
+        for node, lo, hi in reversed(indexed):
+            prefix = self._prefix[node]
+            depth = len(prefix)
+            symbols: set[int] = set()
+            for symbol, child in children[node].items():
+                symbols.add(symbol)
+                below = symbols_below.get(child)
+                if below is None:
+                    child_lo = bisect_left(keys, (*prefix, symbol), lo, hi)
+                    child_hi = bisect_left(keys, (*prefix, symbol, _AFTER), child_lo, hi)
+                    below = chain.from_iterable(spelling[depth + 1:] for spelling in keys[child_lo:child_hi])
+                symbols.update(below)
+            alphabet = symbols_below[node] = frozenset(symbols)
+            self.alphabet_id[node] = interned.setdefault(alphabet, len(interned))
+        self.alphabets = list(interned)
 
     def tokens_below(self, node: int, distance: int) -> list[int]:
-        """The tokens spelled ``distance`` symbols below ``node``."""
-        positions = self._positions.get(self.depth[node] + distance)
-        if positions is None:
+        """The tokens spelled ``distance`` symbols below ``node`` (an indexed node)."""
+        group = self._by_length.get(len(self._prefix[node]) + distance)
+        if group is None:
             return []
-        lo = bisect_right(positions, self.position[node])
-        hi = bisect_left(positions, self.end[node], lo)
-        return self._tokens[self.depth[node] + distance][lo:hi]
-
-
-def _preorder(children: list[dict[int, int]]) -> tuple[list[int], list[int], list[int]]:
-    """Nodes in preorder, each node's depth, and the symbol on the arc into each preorder position."""
-    order: list[int] = []
-    symbol_in: list[int] = []
-    depth = [0] * len(children)
-    stack = [(0, -1)]
-    while stack:
-        node, symbol = stack.pop()
-        order.append(node)
-        symbol_in.append(symbol)
-        for s, child in children[node].items():
-            depth[child] = depth[node] + 1
-            stack.append((child, s))
-    return order, depth, symbol_in
+        spellings, tokens = group
+        prefix = self._prefix[node]
+        lo = bisect_left(spellings, prefix)
+        hi = bisect_left(spellings, (*prefix, _AFTER), lo)
+        return tokens[lo:hi]
