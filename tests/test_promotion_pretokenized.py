@@ -30,6 +30,7 @@ from bpefst.errors import BpefstError
 from bpefst.pipeline.encoder import Tokenizer
 from bpefst.automata.shared_rows import SharedRowDFA
 from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote
+from bpefst.promotion import canonical as canonical_module
 from bpefst.promotion.chunking import chunker_for
 from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
 from bpefst.regex import alphabet_for, compile_regex
@@ -217,7 +218,11 @@ SMALL_O200K_PATTERNS = [
 
 @pytest.mark.parametrize("preset", CHUNKED_PRESETS)
 @pytest.mark.parametrize("seed", [1, 2])
-def test_small_models(preset: str, seed: int) -> None:
+@pytest.mark.parametrize("own_bitsets", [False, True])
+def test_small_models(preset: str, seed: int, own_bitsets: bool, monkeypatch) -> None:
+    """``own_bitsets``: explicit A_BPE's bitsets over all tokens, not restricted to the lattice's (forced: these lattices are small)."""
+    if own_bitsets:
+        monkeypatch.setattr(canonical_module, "OWN_BITSETS_SHARE", 0.0)
     model = random_byte_model(seed, alphabet=b"ab1. '\ns", num_merges=30, pattern=PRESETS[preset])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
     trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
