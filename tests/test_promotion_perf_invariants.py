@@ -89,20 +89,21 @@ def plain_product(lattice: DFA, automaton) -> DFA:
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([r"(ab|a|b1)*x?", r"[ab1-]{1,5}", r'"(a|b)*"', r"a+b*1?", r"-?1(ab)*"]),
-       st.sampled_from(["explicit", "explicit-own-bitsets", "implicit"]))
+       st.sampled_from(["explicit-own-bitsets", "explicit-restricted", "implicit"]))
 def test_product_matches_plain_product(seed: int, pattern: str, encoding: str) -> None:
-    """Small lattices read few tokens, so explicit A_BPE's own bitsets are used only when forced."""
+    """Explicit A_BPE: its own banned bitsets, or bitsets restricted to the lattice's tokens (each forced)."""
     model = random_byte_model(seed, alphabet=b'ab1-x"', num_merges=20, pattern=PRESETS["gpt2"])
     automaton = build_canonical(MergeForest.from_model(model), encoding.split("-")[0])
     trie = SpellingTrie.from_model(model)
     dfa = compile_regex(pattern, alphabet_for(model))
     lattice = promote_agnostic(dfa, model, trie, minimal=False)
-    default = canonical_module.OWN_BITSETS_SHARE
-    canonical_module.OWN_BITSETS_SHARE = 0.0 if encoding == "explicit-own-bitsets" else default
+    defaults = canonical_module.OWN_BITSETS_BELOW, canonical_module.OWN_BITSETS_SHARE
+    canonical_module.OWN_BITSETS_BELOW = 0
+    canonical_module.OWN_BITSETS_SHARE = 0.0 if encoding == "explicit-own-bitsets" else 2.0
     try:
         assert intersect_canonical(lattice, automaton) == plain_product(lattice, automaton)
     finally:
-        canonical_module.OWN_BITSETS_SHARE = default
+        canonical_module.OWN_BITSETS_BELOW, canonical_module.OWN_BITSETS_SHARE = defaults
     assert all(lattice.transitions[q] == token_arcs(trim(dfa), trie, q) for q in range(lattice.num_states))
 
 

@@ -218,11 +218,11 @@ SMALL_O200K_PATTERNS = [
 
 @pytest.mark.parametrize("preset", CHUNKED_PRESETS)
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("own_bitsets", [False, True])
-def test_small_models(preset: str, seed: int, own_bitsets: bool, monkeypatch) -> None:
-    """``own_bitsets``: explicit A_BPE's bitsets over all tokens, not restricted to the lattice's (forced: these lattices are small)."""
-    if own_bitsets:
-        monkeypatch.setattr(canonical_module, "OWN_BITSETS_SHARE", 0.0)
+@pytest.mark.parametrize("bitsets", ["own", "restricted"])
+def test_small_models(preset: str, seed: int, bitsets: str, monkeypatch) -> None:
+    """``bitsets``: explicit A_BPE's banned bitsets over all tokens, or restricted to the lattice's tokens (both forced)."""
+    monkeypatch.setattr(canonical_module, "OWN_BITSETS_BELOW", 0)
+    monkeypatch.setattr(canonical_module, "OWN_BITSETS_SHARE", 0.0 if bitsets == "own" else 2.0)
     model = random_byte_model(seed, alphabet=b"ab1. '\ns", num_merges=30, pattern=PRESETS[preset])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
     trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
