@@ -500,12 +500,18 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
 
     What a row still has to contribute is kept per lattice state: after the
     first part over ``q``, only the few targets that part could not read.
+    A part ``(q, B)`` without overrides whose banned bitset ``B`` contains the
+    intersection of those of the parts over ``q`` looked at so far reaches
+    nothing new (a target its tokens reach is reached by a part banning
+    less), so it is skipped: GPT-2 numbers have 284 parts over each digit
+    state, and few of them shrink the intersection.
     """
     parts_of, overrides_of = automaton.parts, automaton.overrides
     seen = bytearray(len(parts_of))
     seen[automaton.start] = 1
     queue = [automaton.start]
     unmarked: dict[int, set[int]] = {}  # lattice state -> targets of its row not yet reached through it
+    meet: dict[int, int] = {}  # lattice state -> intersection of the bitsets of its parts looked at so far
     for s in queue:  # grows while we iterate
         over = overrides_of[s] or {}
         found = [x for x in over.values() if x is not None]
@@ -515,11 +521,19 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
                 todo = unmarked[q] = set(targets.distinct(q))
             if not todo:
                 continue
-            if banned or over:
-                new = [x for x in todo if targets.reads(q, x, banned, over)]
+            if not banned and not over:
+                new, unmarked[q] = todo, set()
+            elif isinstance(banned, BannedTokens) and not over:
+                before = meet.get(q)
+                common = banned.mask if before is None else before & banned.mask
+                if common == before:
+                    continue
+                meet[q] = common
+                new = [x for x in todo if targets.reads(q, x, banned)]
                 todo.difference_update(new)
             else:
-                new, unmarked[q] = todo, set()
+                new = [x for x in todo if targets.reads(q, x, banned, over)]
+                todo.difference_update(new)
             found.extend(new)
         for x in found:
             if not seen[x]:
