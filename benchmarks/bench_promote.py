@@ -21,7 +21,11 @@ Usage: .venv/bin/python benchmarks/bench_promote.py [--table1] [--outlines] [--r
   checked equal after converting its index to a DFA and minimizing both.
   Our canonical promotion (Eq. 5, A_BPE prebuilt once per vocabulary) is timed
   beside it, with the transitions canonicality removed (minimal agnostic DFA vs
-  minimal canonical DFA).
+  minimal canonical DFA).  Like outlines' ``Vocabulary``, our spelling trie is
+  built once per vocabulary with everything a walk reads (chains and the index
+  of large subtrees, :mod:`bpefst.promotion.subtrees`), as a server promoting
+  pattern after pattern keeps it; the time to build it is printed.  A one-off
+  ``bpefst promote`` builds the trie but not the subtree index.
 """
 
 from __future__ import annotations
