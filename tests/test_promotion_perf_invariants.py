@@ -228,8 +228,13 @@ def test_subtree_index_waits_for_a_second_walk() -> None:
     model = random_byte_model(11, alphabet=b"ab1", num_merges=30)
     dfa = trim(compile_regex(r"[ab1]{1,6}", alphabet_for(model)))
     trie = SpellingTrie.from_model(model)
-    first = promote_agnostic(dfa, model, trie, minimal=False)
-    assert trie._subtrees is None
-    second = promote_agnostic(dfa, model, trie, minimal=False)
-    assert trie._subtrees is not None
+    default = subtrees.MIN_TOKENS
+    subtrees.MIN_TOKENS = 1  # so that the second walk files in bulk
+    try:
+        first = promote_agnostic(dfa, model, trie, minimal=False)
+        assert trie._subtrees is None
+        second = promote_agnostic(dfa, model, trie, minimal=False)
+        assert trie._subtrees is not None
+    finally:
+        subtrees.MIN_TOKENS = default
     assert first.transitions == second.transitions == brute_force_rows(dfa, model)
