@@ -504,7 +504,9 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
     intersection of those of the parts over ``q`` looked at so far reaches
     nothing new (a target its tokens reach is reached by a part banning
     less), so it is skipped: GPT-2 numbers have 284 parts over each digit
-    state, and few of them shrink the intersection.
+    state, and few of them shrink the intersection.  For the same reason the
+    parts that ban nothing go first: the others wait until the queue runs dry,
+    by when a part banning nothing has often reached their whole row.
     """
     parts_of, overrides_of = automaton.parts, automaton.overrides
     seen = bytearray(len(parts_of))
@@ -512,33 +514,51 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
     queue = [automaton.start]
     unmarked: dict[int, set[int]] = {}  # lattice state -> targets of its row not yet reached through it
     meet: dict[int, int] = {}  # lattice state -> intersection of the bitsets of its parts looked at so far
-    for s in queue:  # grows while we iterate
-        over = overrides_of[s] or {}
-        found = [x for x in over.values() if x is not None]
-        for q, banned in parts_of[s]:
-            todo = unmarked.get(q)
-            if todo is None:
-                todo = unmarked[q] = set(targets.distinct(q))
-            if not todo:
-                continue
-            if not banned and not over:
-                new, unmarked[q] = todo, set()
-            elif isinstance(banned, BannedTokens) and not over:
-                before = meet.get(q)
-                common = banned.mask if before is None else before & banned.mask
-                if common == before:
-                    continue
-                meet[q] = common
-                new = [x for x in todo if targets.reads(q, x, banned)]
-                todo.difference_update(new)
-            else:
-                new = [x for x in todo if targets.reads(q, x, banned, over)]
-                todo.difference_update(new)
-            found.extend(new)
+    waiting: list[tuple[int, object, dict]] = []  # parts that ban tokens, looked at once the queue runs dry
+
+    def reach(q: int, banned, over: dict) -> list[int]:
+        """The targets of ``q``'s row first reached through the part ``(q, banned)``."""
+        todo = unmarked.get(q)
+        if todo is None:
+            todo = unmarked[q] = set(targets.distinct(q))
+        if not todo:
+            return []
+        if not banned and not over:
+            unmarked[q] = set()
+            return list(todo)
+        if isinstance(banned, BannedTokens) and not over:
+            before = meet.get(q)
+            common = banned.mask if before is None else before & banned.mask
+            if common == before:
+                return []
+            meet[q] = common
+            new = [x for x in todo if targets.reads(q, x, banned)]
+        else:
+            new = [x for x in todo if targets.reads(q, x, banned, over)]
+        todo.difference_update(new)
+        return new
+
+    def visit(found: list[int]) -> None:
         for x in found:
             if not seen[x]:
                 seen[x] = 1
                 queue.append(x)
+
+    done = 0
+    while done < len(queue) or waiting:
+        if done == len(queue):
+            visit(reach(*waiting.pop()))
+            continue
+        s = queue[done]
+        done += 1
+        over = overrides_of[s] or {}
+        found = [x for x in over.values() if x is not None]
+        for q, banned in parts_of[s]:
+            if banned or over:
+                waiting.append((q, banned, over))
+            else:
+                found.extend(reach(q, banned, over))
+        visit(found)
     return seen
 
 
