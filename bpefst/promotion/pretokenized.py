@@ -504,9 +504,10 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
     intersection of those of the parts over ``q`` looked at so far reaches
     nothing new (a target its tokens reach is reached by a part banning
     less), so it is skipped: GPT-2 numbers have 284 parts over each digit
-    state, and few of them shrink the intersection.  For the same reason the
-    parts that ban nothing go first: the others wait until the queue runs dry,
-    by when a part banning nothing has often reached their whole row.
+    state, and few of them shrink the intersection.  Parts that ban nothing
+    go first, and the others wait until the queue runs dry: by then a part
+    banning nothing has often reached their whole row (LIFO, which measured
+    better than FIFO on e-mail).
     """
     parts_of, overrides_of = automaton.parts, automaton.overrides
     seen = bytearray(len(parts_of))
