@@ -92,7 +92,6 @@ def bench_table1(repeat: int) -> None:
         trie = SpellingTrie.from_model(model)
         trie.steps()
         trie.chains()
-        trie.chain_lists()
         trie.subtrees()
         prebuild = time.perf_counter() - started
         t5, p5 = best_of(repeat, lambda: promote(pattern, model, "canonical", automaton=automaton, trie=trie))
@@ -145,7 +144,6 @@ def bench_outlines(repeat: int) -> None:
         trie = SpellingTrie.from_model(model)
         trie.steps()
         trie.chains()
-        trie.chain_lists()
         trie.subtrees()
         t_trie = time.perf_counter() - started
         started = time.perf_counter()

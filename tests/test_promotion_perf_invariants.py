@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
@@ -120,6 +121,17 @@ def brute_force_rows(dfa: DFA, model) -> list[dict[int, int]]:
     return rows
 
 
+@contextmanager
+def subtree_threshold(min_tokens: int):
+    """Index subtrees with at least ``min_tokens`` tokens below them (the threshold is read when an index is built)."""
+    default = subtrees.MIN_TOKENS
+    subtrees.MIN_TOKENS = min_tokens
+    try:
+        yield
+    finally:
+        subtrees.MIN_TOKENS = default
+
+
 @pytest.mark.parametrize("min_tokens", [subtrees.MIN_TOKENS, 1])
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([r"[ab1]{1,6}-[ab]{0,3}", r'"[a-b ]{1,5}": [1]{1,3}', r"(ab|a|b1)*x?", r"-?1(ab)*", r"[ab]*"]))
@@ -131,14 +143,10 @@ def test_transform_walk_matches_brute_force(min_tokens: int, seed: int, pattern:
     """
     model = random_byte_model(seed, alphabet=b'ab1-x" :', num_merges=40, pattern=PRESETS["gpt2"])
     dfa = trim(compile_regex(pattern, alphabet_for(model)))
-    default = subtrees.MIN_TOKENS
-    subtrees.MIN_TOKENS = min_tokens  # read when the trie's index is built
-    try:
+    with subtree_threshold(min_tokens):
         trie = SpellingTrie.from_model(model)
         trie.subtrees()  # otherwise built on a trie's second walk only
         lattice = promote_agnostic(dfa, model, trie, minimal=False)
-    finally:
-        subtrees.MIN_TOKENS = default
     assert lattice.transitions == brute_force_rows(dfa, model)
 
 
@@ -228,13 +236,9 @@ def test_subtree_index_waits_for_a_second_walk() -> None:
     model = random_byte_model(11, alphabet=b"ab1", num_merges=30)
     dfa = trim(compile_regex(r"[ab1]{1,6}", alphabet_for(model)))
     trie = SpellingTrie.from_model(model)
-    default = subtrees.MIN_TOKENS
-    subtrees.MIN_TOKENS = 1  # so that the second walk files in bulk
-    try:
+    with subtree_threshold(1):  # so that the second walk files in bulk
         first = promote_agnostic(dfa, model, trie, minimal=False)
         assert trie._subtrees is None
         second = promote_agnostic(dfa, model, trie, minimal=False)
         assert trie._subtrees is not None
-    finally:
-        subtrees.MIN_TOKENS = default
     assert first.transitions == second.transitions == brute_force_rows(dfa, model)
