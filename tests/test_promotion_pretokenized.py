@@ -204,6 +204,8 @@ SMALL_PATTERNS = [
     r"[ab]{1,2} {1,3}\n?",
     r"1{1,5}\.?a?",
     r"( |\n){1,3}[ab]",
+    r"(ab|1\.)?( (a|b1)){0,2}",  # matches the empty text (zero chunks), and cuts
+    r"a?",  # matches the empty text, cuts nothing
 ]
 
 
@@ -251,6 +253,7 @@ REAL_PATTERNS = [
     r"(😀|👍|🎉){1,3}( ?!)?",  # emoji
     r"'[a-c' ]{0,3}",  # apostrophes that start no contraction
     r"(\r\n|\n|  ){1,3}[a-c]?",
+    r"((hello|world)( (hello|world))?)?",  # the empty text: no tokens
 ]
 # o200k's differences from cl100k: case runs, marks, contraction suffixes, slashes after punctuation
 O200K_PATTERNS = [
@@ -285,7 +288,7 @@ def test_real_tokenizers(name: str) -> None:
 
 
 # ---------------------------------------------------------------- (c) one chunk: same as before
-ONE_CHUNK_PATTERNS = [r"(hello|help|world)", r"[a-z]{1,2}", r" (the|them|then)", r"[0-9]{1,3}", r"(!|\?|\.){1,3}"]
+ONE_CHUNK_PATTERNS = [r"(hello|help|world)", r"(hello)?", r"[a-z]{1,2}", r" (the|them|then)", r"[0-9]{1,3}", r"(!|\?|\.){1,3}"]
 
 
 @pytest.mark.parametrize("name", ["cl100k", "o200k", "gpt2"])

@@ -123,7 +123,8 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     """``pattern x chunker`` over base symbols and :data:`BOUNDARY` (trimmed).
 
     A state is ``(pattern state, chunker state, decoder state)``; the decoder
-    state is 0 between characters (character-level models always).
+    state is 0 between characters (character-level models always).  The
+    empty text is zero chunks: it is accepted when the pattern accepts it.
     """
     step_symbol = _symbol_stepper(model, chunker)
     chunks = chunker.dfa.transitions
@@ -144,7 +145,14 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
         if d == 0 and p in pattern.finals and c in chunker.dfa.finals:
             finals.append(len(rows))
         rows.append(row)
-    return trim(DFA(rows, 0, frozenset(finals), check=False))
+    start = 0
+    if pattern.start in pattern.finals and 0 not in finals:
+        # The empty text is zero chunks, which the chunker (one chunk or more) does not accept.
+        # A fresh start keeps that acceptance off the chunker's start state, which later text can reach.
+        start = len(rows)
+        rows.append(dict(rows[0]))
+        finals.append(start)
+    return trim(DFA(rows, start, frozenset(finals), check=False))
 
 
 def _symbol_stepper(model: BPEModel, chunker: Chunker):
