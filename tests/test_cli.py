@@ -12,7 +12,7 @@ import pytest
 from bpefst import __version__
 from bpefst.artifact import write_artifact
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, save_tokenizer
-from conftest import require_shared
+from conftest import require_shared, tiktoken_oracle
 from small_models import random_byte_model, random_char_model
 
 
@@ -75,6 +75,44 @@ def test_gpt2_files_match_known_ids() -> None:
     data = require_shared()
     result = run("encode", str(data / "gpt2" / "vocab.json"), stdin=b"Hello world")
     assert result.stdout.split() == [b"15496", b"995"]
+
+
+
+PATTERN_NONE_TEXTS = ["  h", "Hello world, it's 2026!\n\n  x", "a\r\n\tb  "]
+
+
+def test_pattern_none_means_no_pre_tokenization() -> None:
+    """``--pattern none`` overrides a file's pattern with none at all: each text is one chunk.
+
+    Oracles: tiktoken with the pattern ``[\\s\\S]+`` (one match per text) over cl100k's
+    ranks, and HF tokenizers' ByteLevel without its regex over GPT-2's files.
+    """
+    data = require_shared()
+    tiktoken = pytest.importorskip("tiktoken")
+    tokenizers = pytest.importorskip("tokenizers")
+    oracle = tiktoken_oracle("cl100k_base")
+    whole = tiktoken.Encoding("whole", pat_str=r"[\s\S]+", mergeable_ranks=oracle._mergeable_ranks, special_tokens={})
+    gpt2 = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(data / "gpt2" / "vocab.json"), str(data / "gpt2" / "merges.txt")))
+    gpt2.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    cases = [(data / "tiktoken" / "cl100k_base.tiktoken.gz", lambda text: whole.encode(text)),
+             (data / "gpt2" / "vocab.json", lambda text: gpt2.encode(text).ids)]
+    for path, expected in cases:
+        for text in PATTERN_NONE_TEXTS:
+            result = run("encode", "--pattern", "none", str(path), stdin=text.encode())
+            assert result.returncode == 0, result.stderr
+            assert list(map(int, result.stdout.split())) == expected(text), (path.name, text)
+        assert json.loads(run("info", "--json", "--pattern", "none", str(path)).stdout)["pattern"] == "none"
+    assert whole.encode("  h") != oracle.encode("  h")  # the override changes the answer
+
+
+def test_pattern_none_reads_an_unnamed_rank_file(tmp_path) -> None:
+    """A rank file not named after a known encoding needs --pattern; ``none`` is a valid answer."""
+    data = require_shared()
+    renamed = tmp_path / "mine.tiktoken.gz"
+    renamed.write_bytes((data / "tiktoken" / "cl100k_base.tiktoken.gz").read_bytes())
+    assert_user_error(run("encode", str(renamed), stdin=b"  h"), "pass --pattern")
+    result = run("encode", "--pattern", "none", str(renamed), stdin=b"  h")
+    assert result.returncode == 0 and result.stdout.split() == [b"256", b"71"], result.stderr
 
 
 # -- bad input: one line, exit 2, no traceback ----------------------------------------

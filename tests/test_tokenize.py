@@ -312,3 +312,64 @@ def test_piece_queue_hands_every_piece_to_exactly_one_process() -> None:
     assert sorted(b for taken in takes for b in taken) == list(range(200))
     assert all(list(taken) == sorted(taken) for taken in takes)
     assert sum(1 for taken in takes if taken) >= 2  # the pieces were shared, not drained by one
+
+
+# -- special tokens that contain or overlap each other ---------------------------------
+
+NESTED_SPECIALS = {"<|a|>": 256, "[<|a|>]": 257, "a|>]": 258}  # no two start with the same character
+NESTED_PIECES = ["<|a|>", "[<|a|>]", "a|>]", "<|", "|>", "[", "]", "a", " x", "\n"]
+SPECIAL_POLICIES = [
+    (allowed, disallowed)
+    for allowed in [(), ("<|a|>",), ("[<|a|>]",), ("a|>]",), ("<|a|>", "a|>]"), "all"]
+    for disallowed in ["all", (), ("<|a|>",), ("[<|a|>]", "a|>]")]
+]
+
+
+@pytest.fixture(scope="module")
+def nested_specials():
+    """A bytes-only tokenizer (no merges) with nested specials, and tiktoken over the same ranks.
+
+    With no merges BPE is trivially the same on both sides, so the test isolates
+    how special tokens are found, allowed and refused.
+    """
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpefst.tokenizer import BPEModel
+
+    model = BPEModel(level="byte", vocab={b: bytes([b]) for b in range(256)}, merges=[],
+                     specials=NESTED_SPECIALS, pattern=PRESETS["cl100k"])
+    oracle = tiktoken.Encoding("nested", pat_str=PRESETS["cl100k"], mergeable_ranks={bytes([b]): b for b in range(256)},
+                               special_tokens=NESTED_SPECIALS)
+    return Tokenizer(model), ReferenceEncoder(model), oracle
+
+
+def oracle_or_error(encode, text: str, allowed, disallowed):
+    try:
+        return encode(text, allowed_special=allowed if allowed == "all" else set(allowed),
+                      disallowed_special=disallowed if disallowed == "all" else set(disallowed))
+    except (ValueError, BpefstError):
+        return "refused"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(NESTED_PIECES), max_size=8), st.sampled_from(SPECIAL_POLICIES))
+def test_nested_special_tokens_follow_tiktoken(nested_specials, pieces, policy) -> None:
+    """Only allowed specials cut the text; a disallowed one inside an allowed one is still refused."""
+    tok, reference, oracle = nested_specials
+    text = "".join(pieces)
+    expected = oracle_or_error(oracle.encode, text, *policy)
+    assert oracle_or_error(tok.encode, text, *policy) == expected, (text, policy)
+    assert oracle_or_error(reference.encode, text, *policy) == expected, (text, policy)
+
+
+def test_nested_special_tokens_on_the_command_line(tmp_path) -> None:
+    from bpefst.tokenizer import BPEModel
+
+    path = tmp_path / "nested.bpefst"
+    save_tokenizer(BPEModel(level="byte", vocab={b: bytes([b]) for b in range(256)}, merges=[],
+                            specials=NESTED_SPECIALS, pattern=PRESETS["cl100k"]), str(path))
+    # the allowed <|a|> inside the ignored [<|a|>] is still a special (tiktoken: 120 91 256 93 121)
+    result = run_cli([str(path), "--allowed-special", "<|a|>", "--disallowed-special", "none"], b"x[<|a|>]y")
+    assert result.exit_code == 0 and result.output.split() == ["120", "91", "256", "93", "121"], result.output
+    # the disallowed <|a|> inside the allowed [<|a|>] is refused
+    result = run_cli([str(path), "--allowed-special", "[<|a|>]"], b"x[<|a|>]y")
+    assert result.exit_code == 2 and "special token '<|a|>' at character 2" in result.output, result.output

@@ -15,7 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from ..errors import BpefstError
-from ..tokenizer import BPEModel, load_tokenizer, resolve_pattern
+from ..tokenizer import BPEModel, load_tokenizer, pattern_override
 
 
 class Failure(click.ClickException):
@@ -86,7 +86,7 @@ def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:
 
 
 def load_model(path: str, pattern: str | None = None, specials: tuple[str, ...] = ()) -> BPEModel:
-    return load_tokenizer(path, pattern=resolve_pattern(pattern) if pattern else None, specials=parse_specials(specials))
+    return load_tokenizer(path, pattern=pattern_override(pattern), specials=parse_specials(specials))
 
 
 def tokenizer_options(command: Callable) -> Callable:

@@ -33,11 +33,10 @@ from itertools import chain, repeat
 from operator import lshift, or_
 from typing import Callable, Iterable, Iterator, Sequence
 
-import regex
-
 from ..bpe.transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
+from ..tokenizer.pretokenize import check_disallowed, specials_regex
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
@@ -84,8 +83,6 @@ class Tokenizer:
         self.model = model
         self.reference = ReferenceEncoder(model)
         self._findall = Splitter(model.pattern).findall
-        names = sorted(model.specials, key=lambda s: (-len(s), s))
-        self._special_regex = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
         self.cache_size = max(1, int(cache_size))
         self._cache = _ChunkCache(self._miss)
         self.cut_rule = cut_rule_for(model.pattern, model.specials)
@@ -111,16 +108,16 @@ class Tokenizer:
     def load(cls, path: str, pattern: str | None = None, specials: dict[str, int] | None = None, **kwargs) -> "Tokenizer":
         """A tokenizer file in any supported format, or a transducer artifact.
 
-        ``pattern`` (a preset name or regex) and ``specials`` override what the
+        ``pattern`` (a preset name, ``none`` or a regex) and ``specials`` override what the
         file says, for formats that do not carry them (tiktoken rank files).
         """
         from ..bpe.transducer_io import is_transducer_artifact, read_transducer
-        from ..tokenizer import load_tokenizer, resolve_pattern
+        from ..tokenizer import load_tokenizer, pattern_override
 
         if is_transducer_artifact(path):
             model, transducer = read_transducer(path, max_states=kwargs.get("max_states"))
             return cls(model, transducer=transducer, **kwargs)
-        model = load_tokenizer(path, pattern=resolve_pattern(pattern) if pattern else None, specials=specials)
+        model = load_tokenizer(path, pattern=pattern_override(pattern), specials=specials)
         return cls(model, **kwargs)
 
     # -- chunks ----------------------------------------------------------------------
@@ -243,7 +240,7 @@ class Tokenizer:
         specials = set(self.model.specials)
         allowed = specials if allowed_special == "all" else set(allowed_special)
         disallowed = specials - allowed if disallowed_special == "all" else set(disallowed_special)
-        return frozenset(allowed), frozenset(disallowed)
+        return frozenset(allowed & specials), frozenset(disallowed & specials)
 
     def encode(self, text: str, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all",
                jobs: int = 1) -> list[int]:
@@ -257,21 +254,16 @@ class Tokenizer:
                        out: list[int] | None = None) -> list[int]:
         if out is None:
             out = []
-        if self._special_regex is None or not (allowed or disallowed):
+        check_disallowed(text, disallowed, offset)
+        matcher = specials_regex(allowed)
+        if matcher is None:
             return self.encode_plain(text, out)
         pending = 0
         specials = self.model.specials
-        for match in self._special_regex.finditer(text):
-            name = match.group()
-            if name in allowed:
-                self.encode_plain(text[pending : match.start()], out)
-                out.append(specials[name])
-                pending = match.end()
-            elif name in disallowed:
-                raise BpefstError(
-                    f"the text contains the special token {name!r} at character {offset + match.start()}, which is not "
-                    f"allowed (allow it, e.g. --allowed-special all, or treat it as text with --allowed-special none)"
-                )
+        for match in matcher.finditer(text):
+            self.encode_plain(text[pending : match.start()], out)
+            out.append(specials[match.group()])
+            pending = match.end()
         self.encode_plain(text[pending:], out)
         return out
 

@@ -15,6 +15,7 @@ special tokens is one chunk).
 
 from __future__ import annotations
 
+import enum
 from functools import lru_cache
 from typing import Iterable, Iterator
 
@@ -40,6 +41,21 @@ PRESETS: dict[str, str] = {
 }
 
 
+class FilePattern(enum.Enum):
+    """The pattern override that keeps what the tokenizer file implies.
+
+    A sentinel rather than None, because None already means "no
+    pre-tokenization", which ``--pattern none`` must be able to ask for.
+    """
+
+    FROM_FILE = "from-file"
+
+
+FROM_FILE = FilePattern.FROM_FILE
+
+PatternOverride = str | None | FilePattern
+
+
 def resolve_pattern(spec: str | None) -> str | None:
     """A preset name, ``none``, or a regex -> the regex string (None = no pre-tokenization)."""
     if spec is None or spec == "none":
@@ -47,6 +63,11 @@ def resolve_pattern(spec: str | None) -> str | None:
     pattern = PRESETS.get(spec, spec)
     compile_pattern(pattern)
     return pattern
+
+
+def pattern_override(spec: str | None) -> PatternOverride:
+    """A ``--pattern`` value -> the override for :func:`load_tokenizer` (FROM_FILE when not given)."""
+    return FROM_FILE if spec is None else resolve_pattern(spec)
 
 
 def preset_name(pattern: str | None) -> str:
@@ -67,23 +88,52 @@ def compile_pattern(pattern: str) -> regex.Pattern:
         raise BpefstError(f"invalid pre-tokenization pattern: {exc}") from None
 
 
+@lru_cache(maxsize=64)
+def specials_regex(names: frozenset[str]) -> regex.Pattern | None:
+    """A search for any of ``names`` (None when there are none).
+
+    Where two start at the same character the longer wins, as in HF tokenizers'
+    added-token matching (tiktoken leaves that tie to a hash map's order).
+    """
+    if not names:
+        return None
+    ordered = sorted(names, key=lambda s: (-len(s), s))
+    return regex.compile("|".join(regex.escape(s) for s in ordered))
+
+
+def check_disallowed(text: str, disallowed: frozenset[str], offset: int = 0) -> None:
+    """Raise BpefstError if any of ``disallowed`` occurs in ``text``, wherever it is.
+
+    tiktoken's rule: the disallowed specials are searched on their own, before
+    and apart from the split on allowed ones, so a disallowed special inside a
+    longer allowed one is still found.  ``offset`` places ``text`` in the input
+    for the message.
+    """
+    matcher = specials_regex(disallowed)
+    found = matcher.search(text) if matcher is not None else None
+    if found is not None:
+        raise BpefstError(
+            f"the text contains the special token {found.group()!r} at character {offset + found.start()}, which is not "
+            f"allowed (allow it, e.g. --allowed-special all, or treat it as text with --allowed-special none)"
+        )
+
+
 class Pretokenizer:
     """Special-token splitting followed by the pre-tokenization regex.
 
     ``split(text, allowed)`` yields ``(chunk, special_id)`` pairs in order:
     ordinary chunks come with ``special_id`` None, allowed special tokens with
-    their id.  A special token that occurs in the text but is not allowed raises
-    BpefstError, like tiktoken's ``disallowed_special`` default, unless it is in
-    ``ignored`` (then it is treated as ordinary text).
+    their id.  A special token in ``disallowed`` (default: every special not
+    allowed) that occurs in the text raises BpefstError, even inside an allowed
+    one; any other special is ordinary text.  These are tiktoken's rules: only
+    allowed specials cut the text, so an ordinary-text special that contains an
+    allowed one (or starts earlier and overlaps it) does not hide it.
     """
 
     def __init__(self, pattern: str | None, specials: dict[str, int]):
         self.pattern = pattern
         self.specials = dict(specials)
         self._regex = compile_pattern(pattern) if pattern is not None else None
-        # Longest first, so that a special that is a prefix of another loses.
-        names = sorted(self.specials, key=lambda s: (-len(s), s))
-        self._special_regex = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
 
     def chunks(self, text: str) -> list[str]:
         """Pre-tokenize text that contains no special tokens."""
@@ -93,25 +143,16 @@ class Pretokenizer:
             return [text]
         return self._regex.findall(text)
 
-    def split(self, text: str, allowed: Iterable[str] | str = (), ignored: Iterable[str] | str = ()) -> Iterator[tuple[str, int | None]]:
-        allowed_set = set(self.specials) if allowed == "all" else set(allowed)
-        ignored_set = set(self.specials) if ignored == "all" else set(ignored)
-        if self._special_regex is None:
-            for chunk in self.chunks(text):
-                yield chunk, None
-            return
+    def split(self, text: str, allowed: Iterable[str] | str = (), disallowed: Iterable[str] | str = "all") -> Iterator[tuple[str, int | None]]:
+        known = frozenset(self.specials)
+        allowed_set = known if allowed == "all" else known & frozenset(allowed)
+        check_disallowed(text, known - allowed_set if disallowed == "all" else known & frozenset(disallowed))
         pending = 0
-        for match in self._special_regex.finditer(text):
-            name = match.group()
-            if name in allowed_set:
-                for chunk in self.chunks(text[pending : match.start()]):
-                    yield chunk, None
-                yield name, self.specials[name]
-                pending = match.end()
-            elif name not in ignored_set:
-                raise BpefstError(
-                    f"the text contains the special token {name!r} at character {match.start()}, which is not allowed "
-                    f"(allow it, e.g. --allowed-special all, or treat it as text with --allowed-special none)"
-                )
+        matcher = specials_regex(allowed_set)
+        for match in matcher.finditer(text) if matcher is not None else ():
+            for chunk in self.chunks(text[pending : match.start()]):
+                yield chunk, None
+            yield match.group(), self.specials[match.group()]
+            pending = match.end()
         for chunk in self.chunks(text[pending:]):
             yield chunk, None

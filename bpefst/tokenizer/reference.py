@@ -55,14 +55,8 @@ class ReferenceEncoder:
         (default: every special not allowed) raises BpefstError; the rest are
         tokenized as ordinary text.  These are tiktoken's semantics.
         """
-        allowed = set(self.model.specials) if allowed_special == "all" else set(allowed_special)
-        if disallowed_special == "all":
-            disallowed = set(self.model.specials) - allowed
-        else:
-            disallowed = set(disallowed_special)
-        ignored = set(self.model.specials) - allowed - disallowed
         ids: list[int] = []
-        for chunk, special_id in self.pretokenizer.split(text, allowed, ignored):
+        for chunk, special_id in self.pretokenizer.split(text, allowed_special, disallowed_special):
             if special_id is not None:
                 ids.append(special_id)
             else:

@@ -18,19 +18,19 @@ from pathlib import Path
 from ...artifact import FORMAT_NAME
 from ...errors import BpefstError
 from ..model import BPEModel
-from ..pretokenize import PRESETS
+from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from . import gpt2, hf, native, tiktoken_ranks
 from .common import parse_json, read_raw
 
 FORMATS = ("bpefst", "hf", "gpt2", "tiktoken")
 
 
-def load_tokenizer(path: str | os.PathLike, pattern: str | None = None, specials: dict[str, int] | None = None) -> BPEModel:
+def load_tokenizer(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE, specials: dict[str, int] | None = None) -> BPEModel:
     """Load a tokenizer from any supported format (see module docstring).
 
-    ``pattern`` overrides the pre-tokenization pattern the file implies (a regex
-    string; resolve preset names with :func:`..pretokenize.resolve_pattern`);
-    ``specials`` names special tokens for formats that cannot hold them.
+    ``pattern`` overrides the pre-tokenization pattern the file implies: a regex
+    string (resolve preset names with :func:`..pretokenize.resolve_pattern`) or
+    None for no pre-tokenization; ``specials`` names special tokens for formats that cannot hold them.
     """
     path = Path(path)
     if path.is_dir():
@@ -47,7 +47,7 @@ def load_tokenizer(path: str | os.PathLike, pattern: str | None = None, specials
     return tiktoken_ranks.read(path, pattern=pattern, specials=specials)
 
 
-def _load_json(path: Path, raw: bytes, pattern: str | None) -> BPEModel:
+def _load_json(path: Path, raw: bytes, pattern: PatternOverride) -> BPEModel:
     doc = parse_json(raw, path)
     if isinstance(doc.get("model"), dict):
         return hf.from_document(doc, str(path), pattern)
@@ -57,7 +57,7 @@ def _load_json(path: Path, raw: bytes, pattern: str | None) -> BPEModel:
     return gpt2.read(path, merges, pattern=pattern)
 
 
-def _load_directory(path: Path, pattern: str | None) -> BPEModel:
+def _load_directory(path: Path, pattern: PatternOverride) -> BPEModel:
     if (path / "tokenizer.json").exists():
         return hf.read(path / "tokenizer.json", pattern=pattern)
     if (path / "vocab.json").exists() and (path / "merges.txt").exists():
@@ -65,12 +65,12 @@ def _load_directory(path: Path, pattern: str | None) -> BPEModel:
     raise BpefstError(f"{path} is a directory without tokenizer.json or vocab.json + merges.txt")
 
 
-def _override(model: BPEModel, pattern: str | None, specials: dict[str, int] | None) -> BPEModel:
-    if pattern is None and specials is None:
+def _override(model: BPEModel, pattern: PatternOverride, specials: dict[str, int] | None) -> BPEModel:
+    if pattern is FROM_FILE and specials is None:
         return model
     from dataclasses import replace
 
-    return replace(model, pattern=model.pattern if pattern is None else pattern, specials=model.specials if specials is None else specials)
+    return replace(model, pattern=model.pattern if pattern is FROM_FILE else pattern, specials=model.specials if specials is None else specials)
 
 
 def format_losses(model: BPEModel, fmt: str) -> list[str]:

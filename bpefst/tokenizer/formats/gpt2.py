@@ -17,11 +17,11 @@ from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
 from ..byte_unicode import decode_text, encode_bytes
 from ..model import BPEModel
-from ..pretokenize import PRESETS
+from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from .common import parse_json, read_raw, read_text
 
 
-def read(vocab_path: str | os.PathLike, merges_path: str | os.PathLike, pattern: str | None = None) -> BPEModel:
+def read(vocab_path: str | os.PathLike, merges_path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
     raw_vocab = parse_json(read_raw(vocab_path), vocab_path)
     vocab: dict[int, bytes] = {}
     for text, token_id in raw_vocab.items():
@@ -42,7 +42,7 @@ def read(vocab_path: str | os.PathLike, merges_path: str | os.PathLike, pattern:
                 raise BpefstError(f"{merges_path}:{line_no}: merge names token {part!r}, which is not in {vocab_path}")
             ids.append(by_text[part])
         merges.append((ids[0], ids[1]))
-    return _with_orphans_as_specials(vocab, merges, PRESETS["gpt2"] if pattern is None else pattern)
+    return _with_orphans_as_specials(vocab, merges, PRESETS["gpt2"] if pattern is FROM_FILE else pattern)
 
 
 def _with_orphans_as_specials(vocab: dict[int, bytes], merges: list[tuple[int, int]], pattern: str | None) -> BPEModel:

@@ -27,7 +27,7 @@ from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
 from ..byte_unicode import decode_text, encode_bytes
 from ..model import BPEModel
-from ..pretokenize import PRESETS
+from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from .common import parse_json, read_raw
 from .onig import from_oniguruma, to_oniguruma
 
@@ -35,14 +35,14 @@ from .onig import from_oniguruma, to_oniguruma
 _COVERING_PRESETS = (PRESETS["gpt2"], PRESETS["cl100k"], PRESETS["o200k"])
 
 
-def read(path: str | os.PathLike, pattern: str | None = None) -> BPEModel:
+def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
     doc = parse_json(read_raw(path), path)
     if not isinstance(doc.get("model"), dict):
         raise BpefstError(f"{path}: not a tokenizer.json (no 'model' object)")
     return from_document(doc, str(path), pattern)
 
 
-def from_document(doc: dict[str, Any], name: str, pattern_override: str | None = None) -> BPEModel:
+def from_document(doc: dict[str, Any], name: str, pattern_override: PatternOverride = FROM_FILE) -> BPEModel:
     model = doc["model"]
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
@@ -56,7 +56,7 @@ def from_document(doc: dict[str, Any], name: str, pattern_override: str | None =
     byte_level, pattern = _pre_tokenizer(doc.get("pre_tokenizer"), name)
     if isinstance(doc.get("decoder"), dict) and doc["decoder"].get("type") == "ByteLevel":
         byte_level = True
-    if pattern_override is not None:
+    if pattern_override is not FROM_FILE:
         pattern = pattern_override
 
     raw_vocab = model.get("vocab")

@@ -25,7 +25,7 @@ from pathlib import Path
 from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
 from ..model import BPEModel
-from ..pretokenize import PRESETS
+from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from ..reference import ReferenceEncoder
 from .common import read_raw
 
@@ -98,14 +98,14 @@ class _PartialEncoder(ReferenceEncoder):
         return self.bpe([self._byte_ids[b] for b in token])
 
 
-def read(path: str | os.PathLike, pattern: str | None = None, specials: dict[str, int] | None = None) -> BPEModel:
+def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE, specials: dict[str, int] | None = None) -> BPEModel:
     ranks = read_ranks(path)
     known = encoding_name(path)
     if known is not None:
         default_pattern, default_specials = KNOWN_ENCODINGS[known]
-        pattern = default_pattern if pattern is None else pattern
+        pattern = default_pattern if pattern is FROM_FILE else pattern
         specials = dict(default_specials) if specials is None else specials
-    elif pattern is None:
+    elif pattern is FROM_FILE:
         raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
     return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials or {}, pattern=pattern)
