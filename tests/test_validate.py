@@ -52,6 +52,9 @@ def assert_agrees(model, encoder, automaton, ids, block_tokens=1 << 16):
     else:
         assert violation is not None, f"missed a non-canonical stream (first difference at {expected})"
         assert expected <= violation.position <= expected + 1, (expected, violation.describe(model))
+        # the message names the stream's own tokens, also after earlier blocks were settled and dropped
+        assert violation.token == ids[violation.position], violation.describe(model)
+        assert violation.previous == (ids[violation.position - 1] if violation.position else None), violation.describe(model)
 
 
 def mutate(ids: list[int], model, forest: MergeForest, rng: random.Random) -> list[int]:
@@ -121,6 +124,8 @@ def test_injected_violations_are_reported_with_the_canonical_span() -> None:
     violation = validate(model, automaton, pieces)
     assert violation is not None and "special token" in violation.reason
     assert oracle_verdict(encoder, pieces) is not None
+    # ... shown whole, with the special's id in how the tokenizer encodes that text
+    assert b"<|endoftext|>" in violation.span and model.specials["<|endoftext|>"] in violation.canonical, violation.describe(model)
 
 
 def test_across_boundary_pair_is_exempt_but_bpe_only_check_flags_it() -> None:

@@ -98,6 +98,7 @@ class Validator:
         self._specials = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
         self._special_margin = max(map(len, (s.encode() for s in names)), default=1)
         self.tokens_seen = 0
+        self._settled_last: int | None = None  # the token just before the ids still pending (None: none yet)
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -110,6 +111,7 @@ class Validator:
         if not self.model.is_byte_level and self.pretokenize:
             return self._check_words(blocks)
         self.tokens_seen = 0
+        self._settled_last = None
         offset, pending = 0, []
         for block in blocks:
             self._check_known(block, offset + len(pending))
@@ -118,6 +120,8 @@ class Validator:
                 violation, settled = self._check_pending(pending, offset, final=False)
                 if violation:
                     return violation
+                if settled:
+                    self._settled_last = pending[settled - 1]
                 offset += settled
                 del pending[:settled]
         violation, _ = self._check_pending(pending, offset, final=True)
@@ -179,8 +183,10 @@ class Validator:
             if found and (final or len(text[: found.start()].encode("utf-8", "surrogateescape")) < settle_at):
                 position = len(text[: found.start()].encode("utf-8", "surrogateescape"))
                 k = next(k for k, e in enumerate(ends) if e > position)
+                end = position + len(found.group().encode("utf-8"))
+                last = next((j for j, e in enumerate(ends) if e >= end), len(ends) - 1)
                 reason = f"its text is part of the special token {found.group()!r}"
-                return self._violation(ids, lo + k, offset, reason, lo, hi, wide=True), lo
+                return self._violation(ids, lo + k, offset, reason, lo, hi, through=lo + last), lo
         return None, lo + settled
 
     def _chunk_ends(self, text: str) -> list[int]:
@@ -221,12 +227,15 @@ class Validator:
         k = next(k for k, key in zip(positions, keys) if key in bad)
         return self._violation(ids, lo + k + 1, offset, "BPE merges across this pair", lo, hi)
 
-    def _violation(self, ids: list[int], k: int, offset: int, reason: str, lo: int, hi: int, wide: bool = False) -> Violation:
+    def _violation(self, ids: list[int], k: int, offset: int, reason: str, lo: int, hi: int, wide: bool = False,
+                   through: int | None = None) -> Violation:
+        """The violation at ``ids[k]``, shown with its neighbours (``wide``: one more after it;
+        ``through``: every token up to that index, so that a special token's whole text shows)."""
         first = max(lo, k - 1)
-        last = min(hi, k + 2) if wide else k + 1
+        last = through + 1 if through is not None else min(hi, k + 2) if wide else k + 1
         span = b"".join(self.token_bytes[t] for t in ids[first:last])
         canonical = self.encoder.encode_bytes(span, allowed_special="all")
-        previous = ids[k - 1] if k > 0 else None
+        previous = ids[k - 1] if k > 0 else self._settled_last
         return Violation(offset + k, previous, ids[k], reason, span, canonical)
 
     # -- character-level -------------------------------------------------------------------------
