@@ -79,12 +79,13 @@ def read_transducer(path: str | os.PathLike, max_states: int | None = None) -> t
     document = read_header_and_body(path)
     check_header(document, name, KIND, SCHEMA)
     body = document["body"]
+    _check_body_shape(body, name)
     try:
         model = from_body(body["tokenizer"], name)
         if model.fingerprint != document["fingerprint"]:
             raise ArtifactError(f"{name}: the embedded tokenizer does not match the header fingerprint "
                                 f"({model.fingerprint[:16]} vs {document['fingerprint'][:16]})")
-        lazy = body.get("lazy", {})
+        lazy = body.get("lazy") or {}
         limit = max_states if max_states is not None else int(lazy.get("max_states", DEFAULT_MAX_STATES))
         transducer = SubsequentialTransducer(model, max_states=limit)
         tables = {k: unpack_ints(v, "i") for k, v in body["eager"].items()}
@@ -93,5 +94,19 @@ def read_transducer(path: str | os.PathLike, max_states: int | None = None) -> t
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise ArtifactError(f"{name}: corrupted transducer artifact ({type(exc).__name__}: {exc})") from None
-    transducer.artifact_stats = dict(body.get("stats", {}))
+    transducer.artifact_stats = dict(body.get("stats") or {})
     return model, transducer
+
+
+# The body's top-level fields and the msgpack types they must have; "lazy" and
+# "stats" are optional (a reader must not trust a file's shape before using it)
+_BODY_FIELDS = {"tokenizer": (dict, True), "eager": (dict, True), "lazy": (dict, False), "stats": (dict, False)}
+
+
+def _check_body_shape(body: dict, name: str) -> None:
+    for field, (kind, required) in _BODY_FIELDS.items():
+        value = body.get(field)
+        if value is None and not required:
+            continue
+        if not isinstance(value, kind):
+            raise ArtifactError(f"{name}: corrupted transducer artifact (body field {field!r} is {type(value).__name__}, expected a map)")

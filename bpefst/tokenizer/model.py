@@ -37,6 +37,8 @@ from .pretokenize import preset_name
 
 Token = Union[bytes, str]
 LEVELS = ("byte", "char")
+# Ids are stored as uint32 (artifacts, automata tables) and HF reads them as u32
+MAX_ID = 2**32 - 1
 
 
 @dataclass(eq=True)
@@ -133,8 +135,8 @@ class BPEModel:
             raise BpefstError(f"unknown tokenizer level {self.level!r} (expected one of {', '.join(LEVELS)})")
         expected = bytes if self.level == "byte" else str
         for token_id, token in self.vocab.items():
-            if not isinstance(token_id, int) or token_id < 0:
-                raise BpefstError(f"token id {token_id!r} is not a non-negative integer")
+            if not isinstance(token_id, int) or not 0 <= token_id <= MAX_ID:
+                raise BpefstError(f"token id {token_id!r} is not an integer in 0..{MAX_ID}")
             if not isinstance(token, expected) or not token:
                 raise BpefstError(f"token {token_id} ({token!r}) is not a non-empty {expected.__name__} token")
         if len(self.token_to_id) != len(self.vocab):
@@ -142,7 +144,7 @@ class BPEModel:
         for text, sid in self.specials.items():
             if not text:
                 raise BpefstError("a special token is empty")
-            if not isinstance(sid, int) or sid < 0:
+            if not isinstance(sid, int) or not 0 <= sid <= MAX_ID:
                 raise BpefstError(f"special token {text!r} has an invalid id {sid!r}")
             if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
                 raise BpefstError(f"special token {text!r} has id {sid}, which already belongs to token {_show(self.vocab[sid])}")

@@ -6,21 +6,27 @@
 * an HF ``tokenizer.json`` (a JSON object with a ``model``);
 * a GPT-2 ``vocab.json`` (a JSON object of token -> id), with ``merges.txt``
   beside it;
-* a tiktoken rank file (``base64 rank`` lines, plain or gzip);
+* a tiktoken rank file (``base64 rank`` lines, plain or gzip), recognised by
+  its first line or by a ``.tiktoken`` name;
 * a directory holding ``tokenizer.json`` or ``vocab.json`` + ``merges.txt``.
+
+Anything else is refused with a message saying what the file looks like and
+which formats are read.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from ...artifact import FORMAT_NAME
 from ...errors import BpefstError
 from ..model import BPEModel
+from ..overrides import add_specials
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from . import gpt2, hf, native, tiktoken_ranks
-from .common import parse_json, read_raw
+from .common import ACCEPTED_FORMATS, json_kind, parse_json, read_raw
 
 FORMATS = ("bpefst", "hf", "gpt2", "tiktoken")
 
@@ -30,27 +36,55 @@ def load_tokenizer(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE
 
     ``pattern`` overrides the pre-tokenization pattern the file implies: a regex
     string (resolve preset names with :func:`..pretokenize.resolve_pattern`) or
-    None for no pre-tokenization; ``specials`` names special tokens for formats that cannot hold them.
+    None for no pre-tokenization; ``specials`` are added to the file's own
+    special tokens (:func:`..overrides.add_specials`).
     """
-    path = Path(path)
+    return add_specials(_load(Path(path), pattern), specials)
+
+
+def _load(path: Path, pattern: PatternOverride) -> BPEModel:
     if path.is_dir():
         return _load_directory(path, pattern)
     raw = read_raw(path)
-    head = raw[:64].lstrip()
-    if head.startswith(b"{"):
-        return _load_json(path, raw, pattern)
-    if FORMAT_NAME.encode() in raw[:64] and raw[:1] and 0x80 <= raw[0] <= 0x8F:
-        model = native.read_bytes(raw, str(path))
-        return _override(model, pattern, specials)
     if not raw.strip():
         raise BpefstError(f"{path}: empty file, not a tokenizer")
-    return tiktoken_ranks.read(path, pattern=pattern, specials=specials)
+    if raw[:64].lstrip().startswith(b"{"):
+        return _load_json(path, raw, pattern)
+    if 0x80 <= raw[0] <= 0x8F:  # a msgpack map: our artifacts (parse_artifact says if it is truncated)
+        model = native.read_bytes(raw, str(path))
+        return _override(model, pattern)
+    # a file named as a rank file gets the rank reader's line-numbered messages
+    if tiktoken_ranks.looks_like_ranks(raw) or ".tiktoken" in path.name:
+        return tiktoken_ranks.read(path, pattern=pattern)
+    raise BpefstError(f"{path}: not a tokenizer file bpefst reads ({_describe(raw)}); expected {ACCEPTED_FORMATS}")
+
+
+def _describe(raw: bytes) -> str:
+    """What a file we do not read looks like, for the error message."""
+    if raw.lstrip()[:1] in (b"[", b'"') or raw.strip() in (b"null", b"true", b"false"):
+        try:
+            return f"it holds a JSON {json_kind(json.loads(raw)).split()[-1]}"
+        except (ValueError, RecursionError):
+            pass
+    try:
+        first = raw.decode("utf-8").strip().split("\n", 1)[0]
+    except UnicodeDecodeError:
+        return "binary data"
+    if "\x00" in first:
+        return "binary data"
+    if len(first.split()) == 1:
+        return f"a word list? first line {first[:40]!r}; a WordPiece vocabulary must be named vocab.txt"
+    return f"text; first line {first[:40]!r} is not 'base64-token rank'"
 
 
 def _load_json(path: Path, raw: bytes, pattern: PatternOverride) -> BPEModel:
     doc = parse_json(raw, path)
     if isinstance(doc.get("model"), dict):
         return hf.from_document(doc, str(path), pattern)
+    if not doc:
+        raise BpefstError(f"{path}: an empty JSON object, not a tokenizer")
+    if "model" in doc and not isinstance(doc["model"], int):  # (GPT-2's vocab.json has a token "model")
+        raise BpefstError(f"{path}: model must be an object, found {json_kind(doc['model'])}")
     merges = gpt2.sibling_merges(path) if path.name.endswith("vocab.json") else path.with_name("merges.txt")
     if not merges.exists():
         raise BpefstError(f"{path} looks like a vocab.json, but {merges} is missing")
@@ -65,12 +99,12 @@ def _load_directory(path: Path, pattern: PatternOverride) -> BPEModel:
     raise BpefstError(f"{path} is a directory without tokenizer.json or vocab.json + merges.txt")
 
 
-def _override(model: BPEModel, pattern: PatternOverride, specials: dict[str, int] | None) -> BPEModel:
-    if pattern is FROM_FILE and specials is None:
+def _override(model: BPEModel, pattern: PatternOverride) -> BPEModel:
+    if pattern is FROM_FILE:
         return model
     from dataclasses import replace
 
-    return replace(model, pattern=model.pattern if pattern is FROM_FILE else pattern, specials=model.specials if specials is None else specials)
+    return replace(model, pattern=pattern)
 
 
 def format_losses(model: BPEModel, fmt: str) -> list[str]:
@@ -107,11 +141,25 @@ def save_tokenizer(model: BPEModel, path: str | os.PathLike, fmt: str = "bpefst"
         tiktoken_ranks.write(model, path)
         return [path]
     if fmt == "gpt2":
+        made_dir = False
         if path.name.endswith("vocab.json"):
             vocab_path, merges_path = path, gpt2.sibling_merges(path)
         else:
+            made_dir = not path.exists()
             path.mkdir(parents=True, exist_ok=True)
             vocab_path, merges_path = path / "vocab.json", path / "merges.txt"
-        gpt2.write(model, vocab_path, merges_path)
+        had_vocab = vocab_path.exists()
+        try:
+            gpt2.write(model, vocab_path, merges_path)
+        except BaseException:
+            # Leave nothing new behind: a vocab.json without its merges.txt, or an empty directory.
+            if not had_vocab and vocab_path.is_file():
+                vocab_path.unlink()
+            if made_dir:
+                try:
+                    path.rmdir()  # only if empty
+                except OSError:
+                    pass
+            raise
         return [vocab_path, merges_path]
     raise BpefstError(f"unknown tokenizer format {fmt!r} (expected one of {', '.join(FORMATS)})")

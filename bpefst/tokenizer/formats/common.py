@@ -5,8 +5,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from typing import Any, Iterable
 
 from ...errors import BpefstError
+from ..model import MAX_ID
+
+ACCEPTED_FORMATS = "a bpefst artifact, an HF tokenizer.json, a GPT-2 vocab.json + merges.txt, or a tiktoken rank file"
 
 
 def read_raw(path: str | os.PathLike) -> bytes:
@@ -34,14 +38,54 @@ def read_text(path: str | os.PathLike) -> str:
         raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
-def parse_json(raw: bytes, path: str | os.PathLike) -> dict:
-    """A JSON object from raw bytes; BpefstError unless it is valid UTF-8 JSON holding an object."""
+def parse_any_json(raw: bytes, path: str | os.PathLike) -> Any:
+    """Any JSON value from raw bytes; BpefstError unless it is valid UTF-8 JSON."""
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise BpefstError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise BpefstError(f"{path}: JSON nested too deeply") from None
+
+
+def parse_json(raw: bytes, path: str | os.PathLike) -> dict:
+    """A JSON object from raw bytes; BpefstError unless it is valid UTF-8 JSON holding an object."""
+    doc = parse_any_json(raw, path)
     if not isinstance(doc, dict):
-        raise BpefstError(f"{path}: expected a JSON object")
+        raise BpefstError(f"{path}: expected a JSON object, found {json_kind(doc)}")
     return doc
+
+
+def json_kind(value: Any) -> str:
+    """How a message names a JSON value's type: 'a string', 'null', ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def check_id(value: Any, what: str, name: str) -> int:
+    """``value`` as a token id: an integer in 0..2**32-1 (what HF and our uint32 tables hold)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BpefstError(f"{name}: {what} has id {value!r}, not an integer")
+    if not 0 <= value <= MAX_ID:
+        raise BpefstError(f"{name}: {what} has id {value}, outside 0..{MAX_ID}")
+    return value
+
+
+def ids_to_tokens(pairs: Iterable[tuple[Any, int]], name: str) -> dict[int, Any]:
+    """``id -> token`` from ``(token, id)`` pairs, refusing an id given to two tokens.
+
+    HF accepts such a file but then encodes both tokens as the same id, which no
+    decoder can undo; we cannot even hold it (our vocabulary is keyed by id).
+    """
+    tokens: dict[int, Any] = {}
+    for token, token_id in pairs:
+        if token_id in tokens and tokens[token_id] != token:
+            raise BpefstError(f"{name}: id {token_id} is given to two tokens ({tokens[token_id]!r} and {token!r})")
+        tokens[token_id] = token
+    return tokens

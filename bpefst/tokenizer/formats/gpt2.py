@@ -18,19 +18,18 @@ from ...errors import BpefstError
 from ..byte_unicode import decode_text, encode_bytes
 from ..model import BPEModel
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
-from .common import parse_json, read_raw, read_text
+from .common import check_id, ids_to_tokens, parse_json, read_raw, read_text
 
 
 def read(vocab_path: str | os.PathLike, merges_path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
     raw_vocab = parse_json(read_raw(vocab_path), vocab_path)
-    vocab: dict[int, bytes] = {}
-    for text, token_id in raw_vocab.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool):
-            raise BpefstError(f"{vocab_path}: token {text!r} has id {token_id!r}, not an integer")
-        vocab[token_id] = decode_text(text, where=f"{vocab_path}: token")
-    by_text = {text: i for text, i in raw_vocab.items()}
+    by_text = {text: check_id(token_id, f"token {text!r}", vocab_path) for text, token_id in raw_vocab.items()}
+    # two tokens under one id would encode alike and decode ambiguously (HF accepts it; we refuse)
+    spelled = ids_to_tokens(((text, i) for text, i in by_text.items()), vocab_path)
+    vocab = {i: decode_text(text, where=f"{vocab_path}: token") for i, text in spelled.items()}
     merges = []
     for line_no, line in enumerate(read_text(merges_path).split("\n"), start=1):
+        line = line.removesuffix("\r")  # CRLF files (HF reads them too)
         if not line.strip() or (line_no == 1 and line.startswith("#version")):
             continue
         parts = line.split(" ")
@@ -42,7 +41,10 @@ def read(vocab_path: str | os.PathLike, merges_path: str | os.PathLike, pattern:
                 raise BpefstError(f"{merges_path}:{line_no}: merge names token {part!r}, which is not in {vocab_path}")
             ids.append(by_text[part])
         merges.append((ids[0], ids[1]))
-    return _with_orphans_as_specials(vocab, merges, PRESETS["gpt2"] if pattern is FROM_FILE else pattern)
+    try:
+        return _with_orphans_as_specials(vocab, merges, PRESETS["gpt2"] if pattern is FROM_FILE else pattern)
+    except BpefstError as exc:
+        raise BpefstError(f"{vocab_path} + {Path(merges_path).name}: {exc}") from None
 
 
 def _with_orphans_as_specials(vocab: dict[int, bytes], merges: list[tuple[int, int]], pattern: str | None) -> BPEModel:

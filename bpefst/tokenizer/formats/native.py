@@ -64,8 +64,10 @@ def from_body(body: dict, name: str) -> BPEModel:
             fuse_unk=bool(body["fuse_unk"]),
             ignore_merges=bool(body["ignore_merges"]),
         )
-    except BpefstError:
-        raise
+    except BpefstError as exc:  # the model's own checks do not know the file name
+        if str(exc).startswith(name):
+            raise
+        raise type(exc)(f"{name}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{name}: corrupted tokenizer artifact ({type(exc).__name__}: {exc})") from None
     return model

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
-from ..model import BPEModel
+from ..model import MAX_ID, BPEModel
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from ..reference import ReferenceEncoder
 from .common import read_raw
@@ -46,27 +46,42 @@ def encoding_name(path: str | os.PathLike) -> str | None:
 
 def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
+    line_of_rank: dict[int, int] = {}
     data = read_raw(path)
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
-        parts = line.split()
-        try:
-            if len(parts) != 2:
-                raise ValueError
-            token, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
-        except (ValueError, binascii.Error):
-            raise BpefstError(f"{path}:{line_no}: expected 'base64-token rank', found {line[:60]!r}") from None
-        if not token or rank < 0:
-            raise BpefstError(f"{path}:{line_no}: empty token or negative rank")
+        parsed = parse_line(line)
+        if parsed is None:
+            raise BpefstError(f"{path}:{line_no}: expected 'base64-token rank', found {line[:60]!r}")
+        token, rank = parsed
+        if not token or not 0 <= rank <= MAX_ID:
+            raise BpefstError(f"{path}:{line_no}: empty token or rank outside 0..{MAX_ID}")
         if token in ranks:
             raise BpefstError(f"{path}:{line_no}: token {token!r} is listed twice")
-        ranks[token] = rank
-    if len(set(ranks.values())) != len(ranks):
-        raise BpefstError(f"{path}: two tokens share a rank")
+        if rank in line_of_rank:
+            raise BpefstError(f"{path}:{line_no}: rank {rank} is given to two tokens (also on line {line_of_rank[rank]})")
+        ranks[token], line_of_rank[rank] = rank, line_no
     if not ranks:
         raise BpefstError(f"{path}: no tokens")
     return ranks
+
+
+def parse_line(line: bytes) -> tuple[bytes, int] | None:
+    """``base64-token rank`` -> (token, rank), or None when the line is not of that form."""
+    parts = line.split()
+    if len(parts) != 2 or not parts[1].lstrip(b"-").isdigit():
+        return None
+    try:
+        return base64.b64decode(parts[0], validate=True), int(parts[1])
+    except (ValueError, binascii.Error):
+        return None
+
+
+def looks_like_ranks(data: bytes) -> bool:
+    """Whether the first non-blank line is a rank line (so errors further on are reported by line)."""
+    first = next((line for line in data.split(b"\n", 8) if line.strip()), b"")
+    return parse_line(first) is not None
 
 
 def recover_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
@@ -108,7 +123,10 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE, specials
     elif pattern is FROM_FILE:
         raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
-    return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials or {}, pattern=pattern)
+    try:
+        return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials or {}, pattern=pattern)
+    except BpefstError as exc:
+        raise BpefstError(f"{path}: {exc}") from None
 
 
 def write(model: BPEModel, path: str | os.PathLike) -> None:
