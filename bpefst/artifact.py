@@ -13,12 +13,15 @@ keeps files small and loading fast.
 
 Writes are atomic: the document goes to a temporary file in the target
 directory which is then renamed over the target, so an interrupted run never
-leaves a half-written artifact behind.
+leaves a half-written artifact behind.  A symlink is followed (its target is
+replaced, the link stays), and a device or FIFO such as ``/dev/stdout`` is
+written in place, since renaming over it would replace the device itself.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from array import array
@@ -53,13 +56,19 @@ def unpack_ints(data: bytes, typecode: str = "I") -> array:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    """Write ``data`` to ``path`` through a temporary file and a rename (devices and FIFOs in place)."""
+    name = path
+    if _is_special(path):
+        _write_in_place(path, data)
+        return
+    if os.path.islink(path):
+        path = os.path.realpath(path)  # rename over the link's target, not over the link
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise BpefstError(f"cannot write {name}: {exc.strerror or exc}") from None
     try:
         os.fchmod(fd, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the file normal permissions
         with os.fdopen(fd, "wb") as handle:
@@ -71,8 +80,69 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except OSError:
             pass
         if isinstance(exc, OSError):
-            raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise BpefstError(f"cannot write {name}: {exc.strerror or exc}") from None
         raise
+
+
+def _is_special(path: str | os.PathLike) -> bool:
+    """True for an existing file that is neither regular nor a directory: a device, a FIFO, a socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _write_in_place(path: str | os.PathLike, data: bytes) -> None:
+    """Write into ``/dev/stdout``, a FIFO, ...; errors such as ENOSPC (``/dev/full``) are reported, not lost."""
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data)
+    except BrokenPipeError:
+        raise  # a reader that stopped early (``-o /dev/stdout | head``): the CLI ends quietly
+    except OSError as exc:
+        raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file: the same inode when both exist (hard and symbolic links
+    included), else the same resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_overwriting_inputs(output: str | os.PathLike, inputs: Iterable[str | os.PathLike | None]) -> None:
+    """Fail when writing ``output`` would replace one of ``inputs`` (``-`` and None are skipped).
+
+    Only an existing regular output can be an input: a missing file is not one
+    yet, and ``/dev/stdin`` and ``/dev/stdout`` may well be the same terminal.
+    """
+    if not os.path.isfile(output):
+        return
+    for source in inputs:
+        if source is not None and str(source) not in ("", "-") and os.path.exists(source) and same_file(output, source):
+            raise BpefstError(f"{output} is also an input ({source}); write the result elsewhere")
+
+
+def check_writable(path: str | os.PathLike, name: str = "the output") -> None:
+    """Fail before any work is done, and before any other output is written, when ``path`` cannot be written.
+
+    ``name`` says which option gave the path (``the output``, ``--dot``).
+    """
+    if not str(path):
+        raise BpefstError(f"{name} path is empty")
+    if os.path.isdir(path):
+        raise BpefstError(f"{path} is a directory; {name} must be a file name")
+    if _is_special(path):
+        return  # written in place
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    parent = target.parent
+    if not parent.is_dir():
+        raise BpefstError(f"cannot write {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise BpefstError(f"cannot write {path}: directory {parent} is not writable")
 
 
 def _current_umask() -> int:

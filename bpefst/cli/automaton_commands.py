@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..artifact import peek_kind
+from ..artifact import atomic_write_bytes, check_writable, peek_kind, refuse_overwriting_inputs, same_file
 from ..automata import to_dot
 from ..bpe import START, CanonicalAutomaton, MergeForest, build_canonical
 from ..bpe.canonical_io import KIND as DFA_KIND
@@ -17,7 +17,8 @@ from ..bpe.canonical_io import load_canonical, save_canonical
 from ..errors import BpefstError
 from ..pipeline.validate import Validator, parse_id_blocks, parse_words
 from ..tokenizer import BPEModel
-from .common import iter_input_lines, load_model, tokenizer_options, user_errors
+from ..tokenizer.overrides import refuse_changes_to_compiled
+from .common import iter_input_lines, load_model, on_line, parse_specials, tokenizer_options, user_errors
 
 DOT_TOKEN_LIMIT = 300
 
@@ -27,7 +28,10 @@ def load_model_and_automaton(path: str, pattern: str | None = None, specials: tu
     """A compiled canonical-dfa artifact, or a tokenizer compiled on the fly."""
     if peek_kind(path) == DFA_KIND:
         expected = load_model(tokenizer, pattern, specials).fingerprint if tokenizer else None
-        return load_canonical(path, expected)
+        model, automaton = load_canonical(path, expected)
+        if not tokenizer:
+            refuse_changes_to_compiled(path, model, pattern, parse_specials(specials))
+        return model, automaton
     model = load_model(path, pattern, specials)
     return model, build_canonical(MergeForest.from_model(model), "implicit" if encoding == "auto" else encoding)
 
@@ -55,15 +59,24 @@ def compile_command(tokenizer: str, pattern, specials, kind: str, encoding: str,
       bpefst compile ../shared/data/tiktoken/cl100k_base.tiktoken.gz -o cl100k.dfa
       bpefst compile ../shared/data/gpt2/vocab.json --kind transducer --stats -o gpt2.fst
     """
+    if dot_tokens is not None and dot_path is None:
+        raise BpefstError("--dot-tokens needs --dot (the file to draw them in)")
+    if budget is not None and kind != "transducer":
+        raise BpefstError("--budget applies to --kind transducer only")
     if kind == "transducer":
-        if not output:
+        if dot_path is not None:
+            raise BpefstError("--dot draws the canonical DFA; it does not apply to --kind transducer")
+        if output is None:
             raise BpefstError("--kind transducer needs --output")
+        _check_outputs(tokenizer, output, None)
         from .tokenize_command import compile_transducer_command
 
         compile_transducer_command(tokenizer, output, pattern, specials, budget=budget, stats=stats)
         return
-    if not (output or stats or dot_path):
+    if output is None and dot_path is None and not stats:
         raise BpefstError("nothing to do: give --output, --stats or --dot")
+    _check_outputs(tokenizer, output, dot_path)
+    chosen = _parse_dot_tokens(dot_tokens) if dot_tokens is not None else None
     model = load_model(tokenizer, pattern, specials)
     started = time.perf_counter()
     forest = MergeForest.from_model(model)
@@ -76,28 +89,52 @@ def compile_command(tokenizer: str, pattern, specials, kind: str, encoding: str,
         report["stored_arcs"] = report["banned_per_state"] if automaton.encoding == "explicit" else 0
         report["count_seconds"] = round(time.perf_counter() - counted, 3)
     report["build_seconds"] = automaton.stats["build_seconds"]
-    if output:
+    picture = _dot_picture(automaton, model, chosen) if dot_path is not None else None  # may fail: before writing anything
+    if output is not None:
         save_canonical(automaton, model, output)
         report["artifact_bytes"] = os.path.getsize(output)
-    if dot_path:
-        _write_dot(automaton, model, dot_path, dot_tokens)
+    if picture is not None:
+        try:
+            atomic_write_bytes(dot_path, picture)
+        except BpefstError:
+            if output is not None and os.path.isfile(output):
+                os.unlink(output)  # all or nothing: no artifact without the picture asked for with it
+            raise
     if stats:
         for key, value in report.items():
             click.echo(f"{key + ':':<20}{value:,}" if isinstance(value, int) else f"{key + ':':<20}{value}", err=True)
 
 
-def _write_dot(automaton: CanonicalAutomaton, model: BPEModel, path: str, dot_tokens: str | None) -> None:
-    from ..artifact import atomic_write_bytes
+def _check_outputs(tokenizer: str, output: str | None, dot_path: str | None) -> None:
+    """Fail before the (possibly long) build when an output cannot be written, would replace the
+    tokenizer, or when the artifact and the picture would overwrite each other."""
+    for path, name in ((output, "the output"), (dot_path, "--dot")):
+        if path is not None:
+            check_writable(path, name)
+            refuse_overwriting_inputs(path, [tokenizer])
+    if output is not None and dot_path is not None and same_file(output, dot_path):
+        raise BpefstError(f"--dot and --output are both {output}; give the picture its own file")
+
+
+def _parse_dot_tokens(text: str) -> list[int]:
+    """``--dot-tokens 97,98`` -> [97, 98]; reachability is checked once the automaton is built."""
+    try:
+        chosen = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise BpefstError("--dot-tokens expects comma-separated token ids") from None
+    if not chosen:
+        raise BpefstError("--dot-tokens: no token ids given")
+    return chosen
+
+
+def _dot_picture(automaton: CanonicalAutomaton, model: BPEModel, chosen: list[int] | None) -> bytes:
+    """Graphviz text for the whole automaton, or for the neighbourhood of the ``chosen`` tokens."""
     from ..automata import DFA
 
     def label(token: int) -> str:
         return model.token_bytes(token).decode("utf-8", "replace")
 
-    if dot_tokens:
-        try:
-            chosen = [int(t) for t in dot_tokens.split(",") if t.strip()]
-        except ValueError:
-            raise BpefstError("--dot-tokens expects comma-separated token ids") from None
+    if chosen is not None:
         for t in chosen:
             if not (0 <= t < automaton.forest.size and automaton.reachable[t]):
                 raise BpefstError(f"--dot-tokens: {t} is not a reachable token id")
@@ -109,7 +146,7 @@ def _write_dot(automaton: CanonicalAutomaton, model: BPEModel, path: str, dot_to
         if automaton.forest.size > DOT_TOKEN_LIMIT:
             raise BpefstError(f"the automaton has {automaton.forest.size:,} tokens; draw a neighbourhood with --dot-tokens ID,ID,...")
         dfa = automaton.to_dfa()
-    atomic_write_bytes(path, to_dot(dfa, label=label, max_states=10_000).encode("utf-8"))
+    return to_dot(dfa, label=label, max_states=10_000).encode("utf-8")
 
 
 @click.command()
@@ -139,7 +176,8 @@ def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str |
         for line_no, line in enumerate(iter_input_lines(input), start=1):
             if not line.strip():
                 continue
-            violation = validator.check(_json_ids(line, line_no))
+            with on_line(line_no):
+                violation = validator.check(_json_ids(line, line_no))
             checked += 1
             if violation:
                 click.echo(f"line {line_no}: {violation.describe(model)}")

@@ -9,19 +9,19 @@ import time
 
 import click
 
-from ..artifact import atomic_write_bytes, write_artifact
+from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs, write_artifact
 from ..automata import load as load_automaton
 from ..automata import random_accepted, to_dot
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..automata.serialize import to_body
 from ..errors import BpefstError
 from ..promotion import MODES, promote
+from ..promotion.agnostic import LATTICE
 from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
 from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..tokenizer import ReferenceEncoder
-from ..tokenizer.pretokenize import preset_name, resolve_pattern
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
 
@@ -36,12 +36,13 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--words", "words_file", type=click.Path(allow_dash=True), help="A literal list of strings, one per line.")
 @click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
               help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
-@click.option("--unk", type=click.Choice(["exclude", "token"]), default="exclude", show_default=True,
-              help="maxmatch: drop words MaxMatch maps to [UNK], or accept the single [UNK] token for them.")
+@click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
+              help="maxmatch: drop words MaxMatch maps to [UNK] (exclude, the default), or accept the single [UNK] "
+                   "token for them.")
 @click.option("--output", "-o", type=click.Path(), help="Where to write the token automaton.")
 @click.option("--format", "fmt", type=click.Choice(["msgpack", "json", "dot"]), default="msgpack", show_default=True)
 @click.option("--stats", is_flag=True, help="States, arcs and time per stage (on stderr).")
-@click.option("--sample", type=int, default=0, metavar="N", help="Print N random accepted token sequences with their text.")
+@click.option("--sample", type=click.IntRange(min=0), default=0, metavar="N", help="Print N random accepted token sequences with their text.")
 @click.option("--max-states", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Give up beyond this many states.")
 @click.option("--max-arcs", type=click.IntRange(min=1), default=20_000_000, show_default=True,
               help="Give up when the result would have more arcs than this (about 100 bytes of memory each).")
@@ -71,17 +72,20 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     given = [x for x in (pattern_text, pattern_file, words_file) if x is not None]
     if len(given) != 1:
         raise BpefstError("give exactly one of --regex, --pattern-file, --words")
+    _check_output(output, fmt, [compiled, pattern_file, words_file, tokenizer_path])
     if is_wordpiece_file(compiled):
         if mode not in (None, "maxmatch"):
             raise BpefstError(f"{compiled} is a WordPiece vocabulary: only --mode maxmatch applies")
-        _promote_wordpiece(compiled, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states)
+        _promote_wordpiece(compiled, pattern_text, pattern_file, words_file, unk or "exclude", output, fmt, stats, sample,
+                           max_states)
         return
     if mode == "maxmatch":
         raise BpefstError("--mode maxmatch needs a WordPiece vocabulary (vocab.txt or a WordPiece tokenizer.json)")
+    if unk is not None:
+        raise BpefstError("--unk applies to --mode maxmatch over a WordPiece vocabulary; BPE has no unknown token here")
     mode = mode or "canonical"
     started = time.perf_counter()
     model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
-    _check_pattern_option(compiled, model, pattern)
     loaded = time.perf_counter()
     alphabet = alphabet_for(model)
     try:
@@ -94,6 +98,9 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     except StateLimitExceeded:
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
     except ArcLimitExceeded as exc:
+        if exc.what == LATTICE:
+            raise BpefstError(f"{LATTICE} needs more than --max-arcs {max_arcs:,} arcs; narrow the pattern or raise "
+                              f"--max-arcs") from None
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
                           f"from Python, promote(..., minimal=False) builds it with shared rows") from None
@@ -102,11 +109,14 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
 
 
-def _check_pattern_option(compiled: str, model, pattern: str | None) -> None:
-    """A compiled artifact carries its tokenizer's pattern; ``--pattern`` cannot change it."""
-    if pattern is not None and resolve_pattern(pattern) != model.pattern:
-        raise BpefstError(f"{compiled} was compiled with the {preset_name(model.pattern)} pre-tokenization pattern, not {pattern!r}: "
-                          f"promote the tokenizer file itself with --pattern, or recompile it with --pattern")
+def _check_output(output: str | None, fmt: str, inputs: list) -> None:
+    """Fail before promoting (which can take long) when the result would go nowhere or somewhere it must not."""
+    if output is None:
+        if fmt != "msgpack":
+            raise BpefstError(f"--format {fmt} needs --output (use -o /dev/stdout to print it)")
+        return
+    check_writable(output)
+    refuse_overwriting_inputs(output, inputs)
 
 
 def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states) -> None:
@@ -134,6 +144,8 @@ def _finish(base, dfa, mode: str, timings: dict, fingerprint: str, decode, outpu
         sys.exit(1)
     if output:
         _write(dfa, fingerprint, decode, output, fmt, mode)
+    elif not (stats or sample):  # else silent: the verdict is the result, so say it, as for an empty language
+        click.echo(f"the promoted language is not empty: {dfa.num_states:,} states, {dfa.num_arcs:,} arcs (give -o FILE to keep it)")
     rng = random.Random(0)
     for _ in range(sample):
         seq = random_accepted(dfa, rng, 64)

@@ -11,7 +11,8 @@ from ..artifact import peek_kind, read_header_and_body
 from ..errors import BpefstError
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
-from .common import load_model, read_input, tokenizer_options, user_errors
+from .common import load_model, on_line, read_input, tokenizer_options, user_errors
+from .train_command import check_tokenizer_output
 
 
 @click.command()
@@ -125,7 +126,8 @@ def decode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     if fmt == "jsonl":
         for line_no, line in enumerate(data.splitlines(), start=1):
             if line.strip():
-                out.write(_decode_ids(encoder, _parse_json_ids(line, line_no)) + b"\n")
+                with on_line(line_no):
+                    out.write(_decode_ids(encoder, _parse_json_ids(line, line_no)) + b"\n")
         return
     out.write(_decode_ids(encoder, _parse_ids(data)))
 
@@ -168,7 +170,10 @@ def convert(tokenizer: str, pattern: str | None, specials: tuple[str, ...], fmt:
     Example:
       bpefst convert ../shared/data/tiktoken/cl100k_base.tiktoken.gz -o cl100k.bpefst
     """
+    check_tokenizer_output(output, fmt, [tokenizer])
     model = load_model(tokenizer, pattern, specials)
+    if fmt in ("gpt2", "tiktoken") and not model.is_byte_level:  # before the notes, which would not apply
+        raise BpefstError(f"--format {fmt} holds byte-level tokenizers only and {tokenizer} is character-level; use --format hf or bpefst")
     for note in format_losses(model, fmt):
         click.echo(f"bpefst: note: {note}", err=True)
     for path in save_tokenizer(model, output, fmt):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 import click
 
+from ..artifact import check_writable, refuse_overwriting_inputs
 from ..errors import BpefstError
 from ..tokenizer import FORMATS, format_losses, save_tokenizer
+from ..tokenizer.formats.gpt2 import sibling_merges
 from ..training import ALPHABETS, TIE_BREAKS, TrainingProgress, train_bpe
 from .common import user_errors
 
@@ -61,7 +62,7 @@ def train(
       bpefst train corpus.txt --vocab-size 500 --special-token '<|endoftext|>' -o tok.bpefst
       bpefst train wiki.txt --alphabet chars --end-of-word-suffix ▁ --vocab-size 8000 --format hf -o tok.json
     """
-    _check_output(output, fmt)
+    check_tokenizer_output(output, fmt, corpus)
     if alphabet == "chars" and fmt in ("gpt2", "tiktoken"):
         raise BpefstError(f"--format {fmt} holds byte-level tokenizers only; use --format hf or bpefst with --alphabet chars")
     progress = _progress(quiet)
@@ -91,22 +92,27 @@ def train(
             click.echo(f"wrote {path}", err=True)
 
 
-def _check_output(output: str, fmt: str) -> None:
-    """Fail before training, not after, when the output cannot be written."""
+def check_tokenizer_output(output: str, fmt: str, inputs) -> None:
+    """Fail before any work, and before writing anything, when the tokenizer cannot be written to ``output``.
+
+    For gpt2 both vocab.json and merges.txt are checked, so neither is written
+    when the other would fail; none of the files may be one of ``inputs``.
+    """
+    if not output:
+        raise BpefstError("the output path is empty")
     path = Path(output)
     if fmt == "gpt2" and not path.name.endswith("vocab.json"):
         if path.exists() and not path.is_dir():
             raise BpefstError(f"{output} is a file; --format gpt2 needs a directory or a ...vocab.json path")
-        parent = path if path.exists() else path.parent
+        if not path.exists():
+            check_writable(path)  # save_tokenizer creates the directory
+            return
+        targets = [path / "vocab.json", path / "merges.txt"]
     else:
-        if path.is_dir():
-            raise BpefstError(f"{output} is a directory; give a file name for the tokenizer")
-        parent = path.parent
-    parent = parent if str(parent) else Path(".")
-    if not parent.is_dir():
-        raise BpefstError(f"cannot write {output}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise BpefstError(f"cannot write {output}: directory {parent} is not writable")
+        targets = [path, sibling_merges(path)] if fmt == "gpt2" else [path]
+    for target in targets:
+        check_writable(target)
+        refuse_overwriting_inputs(target, inputs)
 
 
 def _progress(quiet: bool) -> "RichProgress | TrainingProgress":
