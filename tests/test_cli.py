@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
+from dataclasses import replace
 
 import msgpack
 import pytest
@@ -170,6 +173,55 @@ def test_disallowed_special_and_bad_ids(byte_tok) -> None:
     assert_user_error(run("decode", str(byte_tok), stdin=b"1 99999"), "not in the vocabulary")
 
 
+def test_special_options_add_to_the_files_specials(byte_tok) -> None:
+    """``--special`` extends a tokenizer's specials (the tiktoken idiom ``{**enc._special_tokens, ...}``)."""
+    model = random_byte_model(21, pattern=PRESETS["gpt2"])
+    new_id = max(model.vocab) + 5
+    text = b"ab<|end|>c<|new|>"
+    result = run("encode", str(byte_tok), "--special", f"<|new|>={new_id}", "--allowed-special", "all", stdin=text)
+    extended = ReferenceEncoder(replace(model, specials={**model.specials, "<|new|>": new_id}))
+    assert result.returncode == 0 and list(map(int, result.stdout.split())) == extended.encode(text.decode(), allowed_special="all")
+    assert_user_error(run("encode", str(byte_tok), "--special", f"<|a|>={new_id}", "--special", f"<|b|>={new_id}", stdin=b"a"), "both have id")
+    assert_user_error(run("encode", str(byte_tok), "--special", "<|a|>=4294967296", stdin=b"a"), "ids go from 0 to 4294967295")
+    assert_user_error(run("encode", str(byte_tok), "--special", "<|a|>=1", "--special", "<|a|>=2", stdin=b"a"), "two ids")
+    assert_user_error(run("encode", str(byte_tok), "--special", "<|a|>=97", stdin=b"a"), "already belongs to token")
+
+
+def test_special_options_extend_a_known_tiktoken_encoding() -> None:
+    data = require_shared()
+    tiktoken = pytest.importorskip("tiktoken")
+    base = tiktoken_oracle("cl100k_base")
+    chat = tiktoken.Encoding("chat", pat_str=base._pat_str, mergeable_ranks=base._mergeable_ranks,
+                             special_tokens={**base._special_tokens, "<|im_start|>": 100264})
+    text = "<|im_start|>user hi<|endoftext|>"
+    result = run("encode", str(data / "tiktoken" / "cl100k_base.tiktoken.gz"), "--special", "<|im_start|>=100264",
+                 "--allowed-special", "all", stdin=text.encode())
+    assert list(map(int, result.stdout.split())) == chat.encode(text, allowed_special="all"), result.stderr
+
+
+def test_compiled_artifacts_refuse_another_pattern_or_specials(tmp_path, byte_tok) -> None:
+    """A DFA or transducer is built for the tokenizer it embeds; --pattern/--special may not describe another."""
+    dfa, fst = tmp_path / "t.dfa", tmp_path / "t.fst"
+    assert run("compile", str(byte_tok), "-o", str(dfa)).returncode == 0
+    assert run("compile", str(byte_tok), "--kind", "transducer", "-o", str(fst)).returncode == 0
+    ids = " ".join(map(str, ReferenceEncoder(random_byte_model(21, pattern=PRESETS["gpt2"])).encode("ab cab"))).encode()
+    for command, artifact, stdin in (("tokenize", fst, b"ab cab"), ("validate", dfa, ids)):
+        assert_user_error(run(command, str(artifact), "--pattern", "cl100k", stdin=stdin), "--pattern cannot change it")
+        assert_user_error(run(command, str(artifact), "--pattern", "none", stdin=stdin), "--pattern cannot change it")
+        assert_user_error(run(command, str(artifact), "--special", "<|x|>=900", stdin=stdin), "--special cannot add it")
+        same = run(command, str(artifact), "--pattern", "gpt2", "--special", "<|end|>=268", stdin=stdin)
+        assert same.returncode == 0, same.stderr
+
+
+@pytest.mark.skipif(not (os.path.exists("/dev/full") and stat.S_ISCHR(os.stat("/dev/full").st_mode)), reason="needs /dev/full")
+def test_full_disk_behind_stdout_is_one_line(byte_tok) -> None:
+    for args, stdin in ((("encode", str(byte_tok)), b"ab"), (("tokenize", str(byte_tok)), b"ab ca\n" * 50_000),
+                        (("decode", str(byte_tok)), b"97 98"), (("info", str(byte_tok)), b"")):
+        with open("/dev/full", "wb") as full:
+            result = subprocess.run([sys.executable, "-m", "bpefst", *args], input=stdin, stdout=full, stderr=subprocess.PIPE, timeout=120)
+        assert result.returncode == 2 and result.stderr == b"bpefst: error: cannot write to stdout: No space left on device\n", (args, result.stderr)
+
+
 def test_usage_error_exits_2() -> None:
     result = run("encode")
     assert result.returncode == 2 and "Traceback" not in result.stderr.decode()
@@ -207,12 +259,14 @@ def test_compile_and_validate_round_trip(compiled, byte_tok) -> None:
     assert jsonl.returncode == 0
 
 
-def test_validate_bad_input(compiled, tmp_path) -> None:
+def test_validate_bad_input(compiled, byte_tok, tmp_path) -> None:
     assert_user_error(run("validate", str(compiled), stdin=b"1 2 999999"), "not in the vocabulary")
     assert_user_error(run("validate", str(compiled), stdin=b"1 -2"), "not a non-negative integer")
     assert_user_error(run("validate", str(compiled), stdin=b"1 2.5"), "not a non-negative integer")
     assert_user_error(run("validate", str(compiled), stdin=b"[1, 2]"), "not a non-negative integer")
     assert_user_error(run("validate", str(compiled), "--format", "jsonl", stdin=b"1 2 3\n"), "not a JSON array")
+    assert_user_error(run("validate", str(compiled), "--format", "jsonl", stdin=b"[97]\n\n[99999]\n"), "line 3: token 0: id 99999")
+    assert_user_error(run("decode", str(byte_tok), "--format", "jsonl", stdin=b"[97]\n[99999]\n"), "line 2: token id 99999")
     other = tmp_path / "other.bpefst"
     save_tokenizer(random_byte_model(22), other)
     assert_user_error(run("validate", str(compiled), "--tokenizer", str(other), stdin=b"1"), "built from tokenizer")
@@ -261,6 +315,9 @@ def test_promote_bad_input(tmp_path, compiled, byte_tok) -> None:
     save_tokenizer(random_char_model(8), char)
     unspellable = run("promote", str(char), "--regex", "z+")
     assert unspellable.returncode == 1 and b"empty" in unspellable.stdout
+    assert_user_error(run("promote", str(compiled), "--regex", "a", "--unk", "token"), "--unk applies to --mode maxmatch")
+    too_wide = run("promote", str(compiled), "--regex", "[abc ]{4}", "--mode", "agnostic", "--max-arcs", "10")
+    assert_user_error(too_wide, "the token lattice (every spelling of every match) needs more than --max-arcs 10 arcs")
 
 
 def test_promote_follows_pretokenization(tmp_path, compiled, byte_tok) -> None:

@@ -143,3 +143,20 @@ def test_empty_and_guided_api() -> None:
     # after "hel", "lo world" or "p world" — but " world" is forced at the end
     forced_states = [q for q, chain in guided.forced.items() if chain]
     assert forced_states and all(len(promoted.transitions[q]) == 1 for q in forced_states)
+
+
+@pytest.mark.parametrize("regex", ["(ab|c)+ ?[abc]{0,5}", "[abc ]{300}"])  # the transform walk, and the per-state walk
+def test_lattice_arc_limit_is_exact_and_checked_before_the_product(regex: str) -> None:
+    """``max_arcs`` stops the token lattice itself: at its arc count it passes, one below it raises."""
+    from bpefst.automata.errors import ArcLimitExceeded
+    from bpefst.promotion.agnostic import token_rows
+
+    model = random_byte_model(5, alphabet=b"abc ", num_merges=12)
+    pattern = compile_regex(regex, alphabet_for(model))
+    trie = SpellingTrie.from_model(model)
+    arcs = sum(map(len, token_rows(pattern, trie)))
+    assert sum(map(len, token_rows(pattern, trie, max_arcs=arcs))) == arcs
+    with pytest.raises(ArcLimitExceeded):
+        token_rows(pattern, trie, max_arcs=arcs - 1)
+    with pytest.raises(ArcLimitExceeded):
+        promote(pattern, model, "canonical", max_arcs=arcs - 1)

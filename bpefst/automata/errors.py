@@ -26,6 +26,7 @@ class ArcLimitExceeded(BpefstError):
     def __init__(self, what: str, limit: int, arcs: int | None = None) -> None:
         size = f" ({arcs:,} arcs)" if arcs is not None else ""
         super().__init__(f"{what} needs more than {limit:,} arcs written out{size} (arc limit exceeded)")
+        self.what = what
         self.limit = limit
         self.arcs = arcs
 

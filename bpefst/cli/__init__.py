@@ -34,15 +34,40 @@ for _command in (train, compile_command, tokenize, promote_command, validate, in
 
 
 def main() -> None:
-    """Console entry point: run the CLI, ending quietly on a closed pipe or Ctrl-C."""
+    """Console entry point: run the CLI, ending quietly on a closed pipe or Ctrl-C.
+
+    Output that cannot be written (a full disk behind stdout) ends the command
+    with one line and exit 2; stdout is flushed here, not at interpreter exit,
+    where a failure would print a traceback-like "Exception ignored" message.
+    """
+    code: int | str | None = 0
     try:
         cli.main(prog_name="bpefst", standalone_mode=True)
+    except SystemExit as done:
+        code = done.code
     except BrokenPipeError:
         _silence_stdout()
         sys.exit(0)
     except KeyboardInterrupt:
         _silence_stdout()
         sys.exit(130)
+    except OSError as exc:
+        _fail_writing(exc)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+    except OSError as exc:
+        _fail_writing(exc)
+    sys.exit(code)
+
+
+def _fail_writing(exc: OSError) -> None:
+    _silence_stdout()
+    where = f" {exc.filename}" if exc.filename else " to stdout"
+    print(f"bpefst: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+    sys.exit(2)
 
 
 def _silence_stdout() -> None:

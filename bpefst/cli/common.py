@@ -7,6 +7,7 @@ for user errors; a closed stdout pipe (``| head``) ends the command quietly.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -16,6 +17,7 @@ import click
 
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, load_tokenizer, pattern_override
+from ..tokenizer.overrides import check_special_ids
 
 
 class Failure(click.ClickException):
@@ -42,6 +44,17 @@ def user_errors(command: Callable) -> Callable:
             raise Failure("out of memory", 2) from None
 
     return wrapper
+
+
+@contextlib.contextmanager
+def on_line(line_no: int) -> Iterator[None]:
+    """Prefix an error raised while handling one input line with that line's number."""
+    try:
+        yield
+    except BpefstError as exc:
+        if str(exc).startswith(f"line {line_no}:"):
+            raise
+        raise BpefstError(f"line {line_no}: {exc}") from None
 
 
 def read_input(path: str) -> bytes:
@@ -76,16 +89,20 @@ def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:
     """``--special TEXT=ID`` options -> dict (None when none given)."""
     if not values:
         return None
-    specials = {}
+    specials: dict[str, int] = {}
     for value in values:
         text, sep, number = value.rpartition("=")
         if not sep or not text or not number.isdigit():
             raise BpefstError(f"--special expects TEXT=ID, found {value!r}")
+        if text in specials and specials[text] != int(number):
+            raise BpefstError(f"--special gives {text!r} two ids ({specials[text]} and {int(number)})")
         specials[text] = int(number)
+    check_special_ids(specials)
     return specials
 
 
 def load_model(path: str, pattern: str | None = None, specials: tuple[str, ...] = ()) -> BPEModel:
+    """A tokenizer file with ``--pattern`` applied and ``--special`` tokens added."""
     return load_tokenizer(path, pattern=pattern_override(pattern), specials=parse_specials(specials))
 
 
@@ -96,7 +113,7 @@ def tokenizer_options(command: Callable) -> Callable:
         "specials",
         multiple=True,
         metavar="TEXT=ID",
-        help="Special token of a tiktoken rank file (repeatable); known encodings have theirs built in.",
+        help="Add a special token (repeatable), e.g. for a tiktoken rank file; the file's own specials are kept.",
     )(command)
     command = click.option(
         "--pattern",

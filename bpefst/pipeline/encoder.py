@@ -108,14 +108,17 @@ class Tokenizer:
     def load(cls, path: str, pattern: str | None = None, specials: dict[str, int] | None = None, **kwargs) -> "Tokenizer":
         """A tokenizer file in any supported format, or a transducer artifact.
 
-        ``pattern`` (a preset name, ``none`` or a regex) and ``specials`` override what the
-        file says, for formats that do not carry them (tiktoken rank files).
+        ``pattern`` (a preset name, ``none`` or a regex) overrides the file's,
+        ``specials`` are added to its own (:mod:`..tokenizer.overrides`); a
+        transducer artifact accepts neither unless it already has them.
         """
         from ..bpe.transducer_io import is_transducer_artifact, read_transducer
         from ..tokenizer import load_tokenizer, pattern_override
+        from ..tokenizer.overrides import refuse_changes_to_compiled
 
         if is_transducer_artifact(path):
             model, transducer = read_transducer(path, max_states=kwargs.get("max_states"))
+            refuse_changes_to_compiled(path, model, pattern, specials)
             return cls(model, transducer=transducer, **kwargs)
         model = load_tokenizer(path, pattern=pattern_override(pattern), specials=specials)
         return cls(model, **kwargs)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 
 from ..automata import DFA, minimize, trim
+from ..automata.errors import ArcLimitExceeded
 from ..tokenizer import BPEModel
 from .subtrees import NOT_INDEXED, Subtrees
 
@@ -155,20 +156,43 @@ def token_arcs(pattern: DFA, trie: SpellingTrie, state: int) -> dict[int, int]:
 _TRANSFORM_WALK_STATES = 256
 
 
-def token_rows(pattern: DFA, trie: SpellingTrie) -> list[dict[int, int]]:
-    """``token_arcs`` of every state of ``pattern`` (same numbering), by the faster walk for its size."""
+def token_rows(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) -> list[dict[int, int]]:
+    """``token_arcs`` of every state of ``pattern`` (same numbering), by the faster walk for its size.
+
+    Raises ArcLimitExceeded as soon as the rows are known to hold more than
+    ``max_arcs`` arcs: a pattern such as ``[a-z]{3000}`` over cl100k would
+    fill gigabytes with its lattice before any later limit is checked.
+    """
     transitions = pattern.transitions
     if len(transitions) <= _TRANSFORM_WALK_STATES:
-        return _rows_by_transform(transitions, trie)
+        return _rows_by_transform(transitions, trie, max_arcs)
     steps = trie.steps()
-    return [_walk(transitions, steps, q, trie.tokens) for q in range(len(transitions))]
+    rows = []
+    arcs = 0
+    for q in range(len(transitions)):
+        rows.append(_walk(transitions, steps, q, trie.tokens))
+        arcs += len(rows[-1])
+        _check_arcs(arcs, max_arcs)
+    return rows
 
 
-def promote_agnostic(pattern: DFA, model: BPEModel, trie: SpellingTrie | None = None, minimal: bool = True) -> DFA:
-    """The automaton over token ids accepting every tokenization of every match of ``pattern``."""
+LATTICE = "the token lattice (every spelling of every match)"
+
+
+def _check_arcs(arcs: int, max_arcs: int | None) -> None:
+    if max_arcs is not None and arcs > max_arcs:
+        raise ArcLimitExceeded(LATTICE, max_arcs)
+
+
+def promote_agnostic(pattern: DFA, model: BPEModel, trie: SpellingTrie | None = None, minimal: bool = True,
+                     max_arcs: int | None = None) -> DFA:
+    """The automaton over token ids accepting every tokenization of every match of ``pattern``.
+
+    ``max_arcs`` bounds the arcs of the unminimized result (ArcLimitExceeded).
+    """
     trie = trie or SpellingTrie.from_model(model)
     pattern = trim(pattern)
-    promoted = DFA(token_rows(pattern, trie), pattern.start, pattern.finals, check=False)
+    promoted = DFA(token_rows(pattern, trie, max_arcs), pattern.start, pattern.finals, check=False)
     if minimal:
         return minimize(promoted)
     return promoted if _reads_every_symbol(pattern, trie) else trim(promoted)
@@ -285,9 +309,11 @@ class _Transforms:
 _MIXED = -2
 
 
-def _rows_by_transform(transitions: list[dict[int, int]], trie: SpellingTrie) -> list[dict[int, int]]:
+def _rows_by_transform(transitions: list[dict[int, int]], trie: SpellingTrie, max_arcs: int | None = None) -> list[dict[int, int]]:
     """``rows[q]`` = ``token -> δ*(q, spell(token))`` for every state, from one walk of the trie."""
     transforms = _walk_transforms(transitions, trie)
+    if max_arcs is not None:  # counted before any row is built
+        _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
     parts: list[list[tuple[list[int], int]]] = [[] for _ in transitions]
     for tid, tokens in enumerate(transforms.tokens):
         if tokens:

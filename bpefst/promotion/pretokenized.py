@@ -330,8 +330,11 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
 
 
 def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton,
-                             max_states: int | None = None) -> SharedRowDFA:
+                             max_states: int | None = None, max_lattice_arcs: int | None = None) -> SharedRowDFA:
     """The canonical token DFA over the chunked pattern, trim, with its rows shared (not minimized).
+
+    ``max_states`` bounds its states, ``max_lattice_arcs`` the arcs of the
+    token lattice it is built from (StateLimitExceeded / ArcLimitExceeded).
 
     A configuration is ``(q, banned)``: lattice state ``q`` and the tokens
     ``q`` can read that the previous token of the chunk bans (a bitset, see
@@ -351,7 +354,7 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
     """
     transitions = chunked.transitions
     reachable = automaton.reachable
-    lattice = [{t: r for t, r in row.items() if reachable[t]} for row in token_rows(chunked, trie)]
+    lattice = [{t: r for t, r in row.items() if reachable[t]} for row in token_rows(chunked, trie, max_lattice_arcs)]
     space = _BanSpace(lattice, automaton)
     within, token_class = space.within, space.token_class
 

@@ -64,8 +64,8 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     """Promote a base-symbol DFA to a token DFA (see module docstring).
 
     ``max_states`` bounds the states built, ``max_arcs`` the arcs written out
-    (StateLimitExceeded / ArcLimitExceeded); the shared-row form
-    (``minimal=False``) writes no arcs.
+    and those of the token lattice every mode starts from (StateLimitExceeded /
+    ArcLimitExceeded); the shared-row form (``minimal=False``) writes no arcs.
     """
     if mode not in MODES:
         raise BpefstError(f"unknown promotion mode {mode!r} (expected one of {', '.join(MODES)})")
@@ -101,7 +101,7 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     lap("trie")
     if chunked is not None:
         return _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, minimal, max_arcs)
-    lattice = promote_agnostic(pattern, model, trie, minimal=(minimal and mode == "agnostic"))
+    lattice = promote_agnostic(pattern, model, trie, minimal=(minimal and mode == "agnostic"), max_arcs=max_arcs)
     lap("lattice")
     if mode == "agnostic":
         return Promotion(lattice, mode, timings)
@@ -118,7 +118,7 @@ def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, 
     if automaton is None:
         automaton = build_canonical(MergeForest.from_model(model))
         lap("a_bpe")
-    shared = shared_canonical_subsets(chunked, trie, automaton, max_states)
+    shared = shared_canonical_subsets(chunked, trie, automaton, max_states, max_lattice_arcs=max_arcs)
     lap("subsets")
     if not minimal:
         return Promotion(shared, "canonical", timings)
