@@ -15,20 +15,9 @@ import pytest
 from bpefst import __version__
 from bpefst.artifact import write_artifact
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, save_tokenizer
+from cli_runner import assert_user_error, run
 from conftest import require_shared, tiktoken_oracle
 from small_models import random_byte_model, random_char_model
-
-
-def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bpefst", *args], input=stdin, capture_output=True, timeout=120)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, fragment: str) -> None:
-    stderr = result.stderr.decode()
-    assert result.returncode == 2, stderr
-    assert "Traceback" not in stderr
-    assert stderr.count("\n") == 1 and stderr.startswith("bpefst: error: "), stderr
-    assert fragment in stderr, stderr
 
 
 @pytest.fixture()

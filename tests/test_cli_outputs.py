@@ -6,26 +6,14 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 import threading
 
 import pytest
 
 from bpefst.errors import BpefstError
 from bpefst.tokenizer import PRESETS, save_tokenizer
+from cli_runner import assert_user_error, run
 from small_models import random_byte_model, random_char_model
-
-
-def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bpefst", *args], input=stdin, capture_output=True, timeout=120)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, fragment: str) -> None:
-    stderr = result.stderr.decode()
-    assert result.returncode == 2, stderr
-    assert "Traceback" not in stderr
-    assert stderr.count("\n") == 1 and stderr.startswith("bpefst: error: "), stderr
-    assert fragment in stderr, stderr
 
 
 @pytest.fixture()

@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import subprocess
-import sys
 
 import msgpack
 import pytest
@@ -20,6 +18,7 @@ from bpefst.bpe.transducer_io import compile_transducer, read_transducer, write_
 from bpefst.errors import ArtifactError, BpefstError
 from bpefst.tokenizer import ReferenceEncoder, load_tokenizer, save_tokenizer
 from bpefst.tokenizer.byte_unicode import encode_bytes
+from cli_runner import assert_user_error, run
 from conftest import require_shared
 from small_models import random_byte_model
 
@@ -79,18 +78,6 @@ def hf_ids(doc: dict, text: str = TEXT) -> list[int] | None:
 def our_ids(path, text: str = TEXT) -> list[int]:
     """What ``bpefst encode`` prints (the reference encoder)."""
     return ReferenceEncoder(load_tokenizer(path)).encode(text, allowed_special="all")
-
-
-def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bpefst", *args], input=stdin, capture_output=True, timeout=120)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, fragment: str) -> None:
-    stderr = result.stderr.decode()
-    assert result.returncode == 2, stderr
-    assert "Traceback" not in stderr
-    assert stderr.count("\n") == 1 and stderr.startswith("bpefst: error: "), stderr
-    assert fragment in stderr, stderr
 
 
 @pytest.mark.parametrize("doc", [CHAR_DOC, BYTE_DOC], ids=["char", "byte"])

@@ -18,10 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import BpefstError
-from .model import BPEModel
+from .model import MAX_ID, BPEModel
 from .pretokenize import preset_name, resolve_pattern
-
-MAX_ID = 2**32 - 1  # ids are u32 in tiktoken and HF tokenizers
 
 
 def check_special_ids(specials: dict[str, int]) -> None:
