@@ -31,9 +31,11 @@ test: install
 	$(BIN)/python -m pytest -q
 
 bench: install
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python benchmarks/bench_train.py
 	$(BIN)/python benchmarks/bench_compile.py
 	$(BIN)/python benchmarks/bench_tokenize.py
+	$(BIN)/python benchmarks/bench_promote.py
 
 clean:
 	rm -rf build $(VENV)
