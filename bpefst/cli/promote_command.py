@@ -45,7 +45,7 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--sample", type=click.IntRange(min=0), default=0, metavar="N", help="Print N random accepted token sequences with their text.")
 @click.option("--max-states", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Give up beyond this many states.")
 @click.option("--max-arcs", type=click.IntRange(min=1), default=20_000_000, show_default=True,
-              help="Give up when the result would have more arcs than this (about 100 bytes of memory each).")
+              help="Give up when the result, or the token lattice it starts from, would have more arcs than this (about 250 bytes of memory each while building).")
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
 @click.option("--no-pretokenize", is_flag=True,
               help="Canonical modes: treat each match as one pre-tokenization chunk (BPE canonicity only), ignoring the tokenizer's pattern.")
