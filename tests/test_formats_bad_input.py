@@ -348,3 +348,24 @@ def test_transducer_body_of_the_wrong_shape_is_an_artifact_error(tmp_path, field
         read_transducer(path)
     if field == "stats":
         assert_user_error(run("tokenize", str(path), stdin=b"abc"), "corrupted transducer artifact")
+
+
+# -- an unknown token named but missing from the vocabulary ------------------------------------
+
+
+@pytest.mark.parametrize("unk", [None, "[UNK]", "<s>"])
+@pytest.mark.parametrize("text", ["abc ba", "abz ba", "zz"])
+def test_a_missing_unknown_token_refuses_unknown_symbols_like_hf(tmp_path, unk, text) -> None:
+    """``unk_token`` absent from the vocabulary: HF errors on a symbol it cannot spell; dropping it would lose text."""
+    doc = edited(CHAR_DOC, lambda d: d["model"].update(unk_token=unk))
+    path = write_json(tmp_path, doc)
+    try:
+        expected = tokenizers.Tokenizer.from_str(json.dumps(doc)).encode(text).ids
+    except Exception:  # HF: "Unk token `[UNK]` not found in the vocabulary"
+        expected = None
+    if expected is None:
+        with pytest.raises(BpefstError, match="neither is the unknown token"):
+            our_ids(path, text)
+    else:
+        assert our_ids(path, text) == expected
+    assert (expected is None) == (unk == "[UNK]" and "z" in text)  # the case this test is about happens

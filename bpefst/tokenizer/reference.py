@@ -122,6 +122,10 @@ class ReferenceEncoder:
                 if not (self.model.fuse_unk and unk_run):
                     ids.append(self._unk_id)
                 unk_run = True
+            elif self.model.unk_token is not None:
+                # HF refuses to encode when the named unknown token is missing; dropping would be a silent loss
+                raise BpefstError(f"{key!r} is not in the vocabulary, and neither is the unknown token "
+                                  f"{self.model.unk_token!r} that should stand for it")
             # Without an unknown token HF drops the symbol; so do we.
         return ids
 
