@@ -160,3 +160,25 @@ def test_lattice_arc_limit_is_exact_and_checked_before_the_product(regex: str) -
         token_rows(pattern, trie, max_arcs=arcs - 1)
     with pytest.raises(ArcLimitExceeded):
         promote(pattern, model, "canonical", max_arcs=arcs - 1)
+
+
+# over the merged tokens of random_byte_model(5, b"ab1-.@{}") ('.@', '}-a', '@}.@', ...), where product states
+# ban tokens and so write fewer arcs than their lattice state's row
+BANNING_PATTERNS = [r"[ab1]{1,6}", r"(ab|a1|b\.)+@", r"\{[ab@]{1,4}\}", r"[ab1.@{}-]{1,5}"]
+
+
+@pytest.mark.parametrize("regex", BANNING_PATTERNS)
+def test_canonical_arc_limit_counts_exactly_the_arcs_the_product_writes(regex: str, monkeypatch) -> None:
+    """States are counted when found; the limit must still equal the arcs of the product as written."""
+    from bpefst.automata.errors import ArcLimitExceeded
+    from bpefst.promotion import canonical
+
+    monkeypatch.setattr(canonical, "trim", lambda dfa: dfa)  # see the product as written
+    model = random_byte_model(5, alphabet=b"ab1-.@{}", num_merges=14)
+    automaton = build_canonical(MergeForest.from_model(model), "explicit")
+    lattice = promote(compile_regex(regex, alphabet_for(model)), model, "agnostic", minimal=False).dfa
+    written = canonical.intersect_canonical(lattice, automaton, minimal=False).num_arcs
+    assert canonical.intersect_canonical(lattice, automaton, minimal=False, max_arcs=written).num_arcs == written
+    if written:
+        with pytest.raises(ArcLimitExceeded):
+            canonical.intersect_canonical(lattice, automaton, minimal=False, max_arcs=written - 1)

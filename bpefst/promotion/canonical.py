@@ -86,6 +86,16 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
     state_q: list[int] = []  # product state -> lattice state
     state_banned: list[tuple[int, ...]] = []  # product state -> the tokens of its lattice state it may not read
     arc_state: dict[tuple[int, int], int] = {}  # (lattice target, token class) -> product state
+    # A state will write its lattice state's row minus the tokens it bans, so the arcs
+    # are counted when a state is found, not when it is written: an over-large result
+    # is refused while the breadth-first frontier is still unwritten.
+    promised = 0
+
+    def promise(q: int, banned_count: int) -> None:
+        nonlocal promised
+        promised += len(transitions[q]) - banned_count
+        if max_arcs is not None and promised > max_arcs:
+            raise ArcLimitExceeded("canonical promotion", max_arcs)
 
     def product_state(q: int, banned: int) -> int:
         if not banned:
@@ -96,6 +106,7 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
                 state_banned.append(())
                 if max_states is not None and len(state_q) > max_states:
                     raise StateLimitExceeded("canonical promotion", max_states)
+                promise(q, 0)
             return state
         if hash_masks:
             state = index.get((q, banned))
@@ -117,6 +128,7 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
         state_banned.append(tuple(bits if token_of_bit is None else map(token_of_bit.__getitem__, bits)))
         if max_states is not None and len(state_q) > max_states:
             raise StateLimitExceeded("canonical promotion", max_states)
+        promise(q, len(bits))
         return state
 
     # The product state an arc q -t-> r leads to is (r, BANNED(t) ∩ out(r)) whichever
@@ -168,7 +180,6 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
     rows: list[dict[int, int]] = []
     finals = []
     lattice_finals = lattice.finals
-    written = 0
     source = 0
     while source < len(state_q):  # breadth first; grows while we iterate
         q = state_q[source]
@@ -194,9 +205,6 @@ def intersect_canonical(lattice: DFA, automaton: CanonicalAutomaton, max_states:
         for t in banned:
             row.pop(t, None)
         rows.append(row)
-        written += len(row)
-        if max_arcs is not None and written > max_arcs:
-            raise ArcLimitExceeded("canonical promotion", max_arcs)
         source += 1
         if max_states is not None and len(state_q) > max_states:
             raise StateLimitExceeded("canonical promotion", max_states)
