@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import itertools
 import random
+import unittest.mock
 from functools import lru_cache
 
 import pytest
 import regex
 
 from bpefst.automata import accessible, coaccessible, count_strings, difference, enumerate_strings, equivalent, sampler, trim
+from bpefst.automata.errors import ArcLimitExceeded
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.errors import BpefstError
 from bpefst.pipeline.encoder import Tokenizer
 from bpefst.automata.shared_rows import SharedRowDFA
 from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote
 from bpefst.promotion import canonical as canonical_module
+from bpefst.promotion import pretokenized as pretokenized_module
 from bpefst.promotion.chunking import chunker_for
 from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
 from bpefst.regex import alphabet_for, compile_regex
@@ -195,6 +198,14 @@ def check_shared_rows(model, automaton, trie, dfa, expected: set, agnostic) -> N
     assert not any(written.transitions[s] for s in range(len(shared.parts)) if shared.dead[s])
     dead_targets = [r for s in live for r in written.transitions[s].values() if shared.dead[r]]
     assert not dead_targets
+    # max_arcs counts, while building, a lower bound of the arcs before trimming: never above them, and it stops the build
+    with unittest.mock.patch.object(pretokenized_module, "_trimmed", lambda dfa: dfa):
+        before_trim = shared_canonical_subsets(chunked, trie, automaton).num_arcs
+    assert before_trim >= shared.num_arcs
+    assert shared_canonical_subsets(chunked, trie, automaton, max_arcs=before_trim).num_arcs == shared.num_arcs
+    if shared.num_arcs:
+        with pytest.raises(ArcLimitExceeded):
+            shared_canonical_subsets(chunked, trie, automaton, max_arcs=0)
 
 
 SMALL_PATTERNS = [

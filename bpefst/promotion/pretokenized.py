@@ -43,7 +43,7 @@ from functools import lru_cache
 
 from ..automata import DFA, difference, minimize, shortest_accepted, trim
 from ..automata.shared_rows import SharedRowDFA
-from ..automata.errors import StateLimitExceeded
+from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..bpe import CanonicalAutomaton
 from ..errors import BpefstError
 from ..regex import alphabet_for, compile_regex
@@ -330,11 +330,16 @@ def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAuto
 
 
 def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton,
-                             max_states: int | None = None, max_lattice_arcs: int | None = None) -> SharedRowDFA:
+                             max_states: int | None = None, max_lattice_arcs: int | None = None,
+                             max_arcs: int | None = None) -> SharedRowDFA:
     """The canonical token DFA over the chunked pattern, trim, with its rows shared (not minimized).
 
     ``max_states`` bounds its states, ``max_lattice_arcs`` the arcs of the
-    token lattice it is built from (StateLimitExceeded / ArcLimitExceeded).
+    token lattice it is built from, ``max_arcs`` the arcs it would have
+    written out before trimming (StateLimitExceeded / ArcLimitExceeded).  For
+    ``max_arcs`` each state counts the arcs of its largest part (its lattice
+    row minus what that part bans), a lower bound, so that ``.*`` over cl100k
+    (2.5 billion arcs) is refused while it is being built, not after.
 
     A configuration is ``(q, banned)``: lattice state ``q`` and the tokens
     ``q`` can read that the previous token of the chunk bans (a bitset, see
@@ -420,10 +425,15 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
     parts_of: list[tuple] = []
     overrides_of: list[dict[int, int | None] | None] = []
     banned_tokens = space.tokens_of
+    at_least = 0  # arcs the states so far will write, at least
     for subset in queue:  # grows while we iterate
         parts = tuple(subset)
         for q, banned in parts:
             resolve(q, banned)
+        if max_arcs is not None:
+            at_least += max(len(lattice[q]) - banned.bit_count() for q, banned in parts)
+            if at_least > max_arcs:
+                raise ArcLimitExceeded("the canonical automaton", max_arcs)
         parts_of.append(tuple((q, banned_tokens(banned)) for q, banned in parts))
         overrides_of.append(overrides(parts) if len(parts) > 1 else None)
     finals = frozenset(k for k, subset in enumerate(queue) if any(q in chunked.finals for q, _ in subset))

@@ -118,7 +118,8 @@ def _promote_chunked(chunked, model, automaton, trie, max_states, timings, lap, 
     if automaton is None:
         automaton = build_canonical(MergeForest.from_model(model))
         lap("a_bpe")
-    shared = shared_canonical_subsets(chunked, trie, automaton, max_states, max_lattice_arcs=max_arcs)
+    shared = shared_canonical_subsets(chunked, trie, automaton, max_states, max_lattice_arcs=max_arcs,
+                                      max_arcs=max_arcs if minimal else None)
     lap("subsets")
     if not minimal:
         return Promotion(shared, "canonical", timings)
