@@ -113,18 +113,21 @@ class _PartialEncoder(ReferenceEncoder):
         return self.bpe([self._byte_ids[b] for b in token])
 
 
-def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE, specials: dict[str, int] | None = None) -> BPEModel:
+def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
+    """A rank file; a known encoding's name brings its pattern and specials (add others with
+    :func:`..overrides.add_specials`, as ``load_tokenizer(specials=...)`` does)."""
     ranks = read_ranks(path)
     known = encoding_name(path)
+    specials: dict[str, int] = {}
     if known is not None:
         default_pattern, default_specials = KNOWN_ENCODINGS[known]
         pattern = default_pattern if pattern is FROM_FILE else pattern
-        specials = dict(default_specials) if specials is None else specials
+        specials = dict(default_specials)
     elif pattern is FROM_FILE:
         raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
     try:
-        return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials or {}, pattern=pattern)
+        return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials, pattern=pattern)
     except BpefstError as exc:
         raise BpefstError(f"{path}: {exc}") from None
 
