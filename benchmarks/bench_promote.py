@@ -31,6 +31,7 @@ Usage: .venv/bin/python benchmarks/bench_promote.py [--table1] [--outlines] [--r
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from pathlib import Path
@@ -41,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bpefst.automata import DFA, StateLimitExceeded, equivalent, intersect, minimize  # noqa: E402
 from bpefst.bpe import MergeForest, build_canonical  # noqa: E402
-from bpefst.promotion import SpellingTrie, promote, promote_agnostic  # noqa: E402
+from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote, promote_agnostic  # noqa: E402
 from bpefst.promotion.banned_subset import merges_by_right  # noqa: E402
 from bpefst.promotion.canonical import product_size_bound  # noqa: E402
 from bpefst.promotion.edit_distance import table1_automaton  # noqa: E402
@@ -149,11 +150,12 @@ def bench_outlines(repeat: int) -> None:
         started = time.perf_counter()
         automaton = build_canonical(MergeForest.from_model(model), "auto")
         merges_by_right(automaton.forest)  # the merge index the implicit encoding's restricted banned sets use
+        automaton.banned_mask(0)  # and its index of banned sets one token at a time (on-demand promotion)
         t_abpe = time.perf_counter() - started
         print(f"\n{name}: {len(model.vocab):,} tokens; outlines Vocabulary {t_vocab:.2f}s, our spelling trie {t_trie:.2f}s, "
               f"A_BPE ({automaton.encoding}) {t_abpe:.2f}s")
         print(f"{'pattern':>9} {'outlines':>9} {'states/arcs':>14} {'agnostic':>9} {'states/arcs':>14} {'ratio':>6} {'same':>5} "
-              f"{'shared':>9} {'ratio':>6} {'shared arcs':>13} {'pre-tok':>9} {'ratio':>6} {'arcs':>9} {'canonical':>10} {'ratio':>6} {'min agn arcs':>12} {'min can arcs':>12} {'removed':>8}")
+              f"{'shared':>9} {'ratio':>6} {'shared arcs':>13} {'on-demand':>9} {'ratio':>6} {'step us':>12} {'pre-tok':>9} {'ratio':>6} {'arcs':>9} {'canonical':>10} {'ratio':>6} {'min agn arcs':>12} {'min can arcs':>12} {'removed':>8}")
         totals = [0.0, 0.0, 0.0]
         for label, regex in PATTERNS.items():
             pattern = compile_regex(regex, alphabet)
@@ -167,6 +169,7 @@ def bench_outlines(repeat: int) -> None:
             line = (f"{label:>9} {t_out * 1e3:>7.1f}ms {theirs.num_states:>5,}/{theirs.num_arcs:>8,} {t_agn * 1e3:>7.1f}ms "
                     f"{lattice.num_states:>5,}/{lattice.num_arcs:>8,} {t_agn / t_out:>5.2f}x {same:>5} ")
             line += pretokenized_cell(pattern, model, automaton, trie, t_out, repeat)
+            line += on_demand_cell(pattern, model, automaton, trie, index, t_out, repeat)
             started = time.perf_counter()
             try:
                 t_can, canonical = best_of(repeat, lambda: promote(pattern, model, "canonical", automaton=automaton, trie=trie,
@@ -218,6 +221,48 @@ def pretokenized_cell(pattern: DFA, model, automaton, trie, t_out: float, repeat
     t_pre, result = best_of(repeat, lambda: promote(pattern, model, "canonical", automaton=automaton, trie=trie,
                                                     max_states=SHARED_MAX_STATES, pretokenize=True).dfa)
     return cell + f"{t_pre * 1e3:>7.1f}ms {t_pre / t_out:>5.2f}x {result.num_arcs:>9,} "
+
+
+def on_demand_cell(pattern: DFA, model, automaton, trie, index, t_out: float, repeat: int) -> str:
+    """``promote(..., on_demand=True)``: build time, and the cost of a decoding step beside outlines-core's."""
+    def build():
+        return promote(pattern, model, "canonical", automaton=automaton, trie=trie, pretokenize=True, on_demand=True).dfa
+
+    t_lazy, lazy = best_of(repeat, build)
+    rng = random.Random(1)
+    walks = []
+    for _ in range(20):  # random accepted sequences, chosen on one automaton and timed on fresh ones
+        state, seq = lazy.start, []
+        while state is not None and len(seq) < 40:
+            row = lazy.row(state)
+            if not row or (state in lazy.finals and rng.random() < 0.3):
+                break
+            token = rng.choice(sorted(row))
+            seq.append(token)
+            state = row[token]
+        walks.append(seq)
+    fresh = build()
+    guided = GuidedAutomaton(fresh)
+    steps = sum(map(len, walks))
+    started = time.perf_counter()
+    for seq in walks:
+        state = guided.start
+        for token in seq:
+            guided.allowed_mask(state)
+            state = guided.step(state, token)
+    ours = (time.perf_counter() - started) / max(steps, 1)
+    started = time.perf_counter()
+    taken = 0
+    for seq in walks:
+        state = index.get_initial_state()
+        for token in seq:
+            index.get_allowed_tokens(state)
+            state = index.get_next_state(state, token)
+            taken += 1
+            if state is None:  # outlines' language can be smaller (see 'sub')
+                break
+    theirs = (time.perf_counter() - started) / max(taken, 1)
+    return f"{t_lazy * 1e3:>7.1f}ms {t_lazy / t_out:>5.2f}x {ours * 1e6:>6.0f}/{theirs * 1e6:<5.0f} "
 
 
 def language_relation(theirs: DFA, ours: DFA) -> str:

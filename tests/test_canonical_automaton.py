@@ -192,3 +192,27 @@ def test_rank_inversion_follows_hf_and_is_refused_by_the_automaton(tmp_path) -> 
 
     with pytest.raises(BpefstError, match="rank inversion"):
         MergeForest.from_model(model)
+
+
+def _check_banned_masks(forest: MergeForest, tokens) -> int:
+    """The implicit encoding's one-token banned bitsets equal the explicit encoding's class bitsets."""
+    explicit, implicit = build_canonical(forest, "explicit"), build_canonical(forest, "implicit")
+    nonempty = 0
+    for u in tokens:
+        assert implicit.banned_mask(u) == explicit.banned_mask(u), u
+        nonempty += explicit.banned_mask(u) != 0
+    return nonempty
+
+
+def test_single_token_banned_sets_on_small_vocabularies() -> None:
+    nonempty = 0
+    for seed in range(20):
+        forest = MergeForest.from_model(random_char_model(seed, alphabet="abcd", num_merges=40, suffix=None))
+        nonempty += _check_banned_masks(forest, forest.reachable_ids)
+    assert nonempty > 100
+
+
+def test_single_token_banned_sets_of_gpt2() -> None:
+    forest = MergeForest.from_model(load_tokenizer(require_shared() / "gpt2/vocab.json"))
+    tokens = random.Random(3).sample(forest.reachable_ids, 1500) + list(range(256))
+    assert _check_banned_masks(forest, tokens) > 1000

@@ -12,7 +12,10 @@
     canonical promotion on patterns that no chunk boundary cuts;
 (d) the shared-row form (not minimized) on the same patterns: of all the
     agnostic sequences, ``accepts`` holds exactly for the encodings; it is
-    trim, and its state and arc counts are those of its written-out rows.
+    trim, and its state and arc counts are those of its written-out rows;
+(e) the on-demand form (:mod:`bpefst.promotion.on_demand`), expanded state by
+    state: exactly the encodings, trim, and on large real patterns (e-mail,
+    JSON) row by row equal to the shared-row form along random walks.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote
 from bpefst.promotion import canonical as canonical_module
 from bpefst.promotion import pretokenized as pretokenized_module
 from bpefst.promotion.chunking import chunker_for
+from bpefst.promotion.on_demand import OnDemandCanonical
 from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS, load_tokenizer
@@ -171,7 +175,27 @@ def check_against_encoder(model, automaton, trie, tokenizer, pattern: str) -> in
     agnostic = promote(dfa, model, "agnostic", automaton, trie).dfa
     assert difference(promoted, agnostic).is_empty(), pattern  # (c) agnostic contains it
     check_shared_rows(model, automaton, trie, dfa, expected, agnostic)
+    check_on_demand(model, automaton, trie, dfa, expected)
     return len(expected)
+
+
+def check_on_demand(model, automaton, trie, dfa, expected: set) -> None:
+    """(e) the on-demand form, every state expanded, accepts exactly the encodings and is trim."""
+    lazy = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa
+    assert isinstance(lazy, OnDemandCanonical)
+    written = lazy.to_dfa()
+    assert accepted_all(written) == expected
+    if expected:
+        assert all(accessible(written)) and all(coaccessible(written))  # liveness leaves no dead end
+    for k in range(written.num_states):  # step without a row, and the explicit mask, agree with the row
+        row = written.transitions[k]
+        assert lazy.allowed_mask(k) == sum(1 << t for t in row)
+    fresh = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa
+    for seq in expected:
+        state = fresh.start
+        for t in seq:
+            state = fresh.step(state, t)
+        assert state in fresh.finals
 
 
 def check_shared_rows(model, automaton, trie, dfa, expected: set, agnostic) -> None:
@@ -366,3 +390,49 @@ def test_guided_generation_over_shared_rows() -> None:
     assert [tokenizer.decode(chain) for chain in chains.values() if chain] == [" world"]
     for q, chain in chains.items():
         assert bool(chain) == (q not in shared.finals and shared.arc_count(q) == 1)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k"])
+def test_on_demand_rows_equal_shared_rows_on_large_patterns(name: str) -> None:
+    """Patterns too large to write out: along random walks, each on-demand state has the shared-row state's arcs."""
+    model, automaton, trie, tokenizer = real(name)
+    rng = random.Random(5)
+    for pattern in (r"[a-z0-9._]{1,12}@[a-z]{1,8}\.(com|org|net)", r'\{"name": "[A-Za-z ]{1,10}", "age": [0-9]{1,3}\}'):
+        dfa = compile_regex(pattern, alphabet_for(model))
+        shared = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, minimal=False).dfa
+        lazy = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa
+        for _ in range(15):
+            a, b = lazy.start, shared.start
+            while True:
+                row_a, row_b = lazy.row(a), shared.row(b)
+                assert set(row_a) == set(row_b) and (a in lazy.finals) == (b in shared.finals)
+                if not row_a or (a in lazy.finals and rng.random() < 0.2):
+                    break
+                token = rng.choice(sorted(row_a))
+                assert lazy.step(a, token) == row_a[token]
+                a, b = row_a[token], row_b[token]
+        text = "jo.doe_1@mail.org" if "@" in pattern else '{"name": "Ann Lee", "age": 42}'
+        state = lazy.start  # the real encoding walks through, and the one-byte spelling does not
+        for token in tokenizer.encode_ordinary(text):
+            state = lazy.step(state, token)
+        assert state in lazy.finals
+        state = lazy.start
+        for token in [tokenizer.encode_ordinary(ch)[0] for ch in text]:
+            state = lazy.step(state, token) if state is not None else None
+        assert state is None or state not in lazy.finals
+
+
+def test_guided_generation_on_demand() -> None:
+    """GuidedAutomaton over ``promote(on_demand=True)`` follows cl100k's own encodings of random e-mail addresses."""
+    model, automaton, trie, tokenizer = real("cl100k")
+    dfa = compile_regex(r"[a-z0-9._]{1,12}@[a-z]{1,8}\.(com|org|net)", alphabet_for(model))
+    guided = GuidedAutomaton(promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa)
+    rng = random.Random(9)
+    for _ in range(50):
+        local = "".join(rng.choice("abcxyz09._") for _ in range(rng.randint(1, 12)))
+        text = f"{local}@{''.join(rng.choice('mailbox') for _ in range(rng.randint(1, 8)))}.{rng.choice(['com', 'org', 'net'])}"
+        state = guided.start
+        for token in tokenizer.encode_ordinary(text):
+            assert guided.allowed_mask(state) >> token & 1
+            state = guided.step(state, token)
+        assert guided.is_accepting(state)

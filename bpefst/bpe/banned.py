@@ -29,7 +29,7 @@ once, :func:`banned_masks` restricts them to a window of ``v`` ids.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import Iterator
 
@@ -120,3 +120,60 @@ def banned_masks(forest: MergeForest, lo: int = 0, hi: int | None = None) -> Ite
             prefix_cache.pop(x, None)  # every parent of x is done: free its prefix table
     for u in order:
         yield u, below(u, 1 << 62) | g.get(u, 0)
+
+
+class SingleBanned:
+    """``BANNED(u)`` for one token at a time, from a per-forest index: for the implicit encoding.
+
+    The set equation above, read for a single ``u``: walk ``u``'s right spine;
+    at spine node ``x`` (current at the boundary while ``rank(x) < m <
+    limit``, ``limit`` the rank of its parent on the spine, none for ``u``)
+    every merge ``m = (x, y)`` in that window bans ``V_m``, the followers whose
+    left spine holds ``y`` under a parent built at ``m`` or later.  The index
+    lists, per ``y``, those followers by that parent's rank, latest first, so
+    ``V_m`` is a prefix; it holds one entry per node of every left spine
+    (a few per token).  The cost of a set is the sizes of the ``V_m`` it
+    joins: a few hundred entries for most tokens.
+    """
+
+    def __init__(self, forest: MergeForest):
+        self.forest = forest
+        infinity = 1 << 62
+        by_right: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for v in forest.reachable_ids:
+            y, bound = v, infinity
+            while True:
+                by_right[y].append((bound, v))
+                child = forest.left[y]
+                if child == NO_TOKEN:
+                    break
+                y, bound = child, forest.rank[y]
+        self.bounds: dict[int, list[int]] = {}  # y -> -bound, ascending (for bisect)
+        self.followers: dict[int, list[int]] = {}  # y -> v in the same order
+        for y, entries in by_right.items():
+            entries.sort(reverse=True)
+            self.bounds[y] = [-bound for bound, _ in entries]
+            self.followers[y] = [v for _, v in entries]
+        self.merges: dict[int, list[tuple[int, int]]] = defaultdict(list)  # x -> [(m, y)] ascending
+        for (x, y), m in forest.pair_rank.items():
+            self.merges[x].append((m, y))
+        for merges in self.merges.values():
+            merges.sort()
+
+    def tokens(self, u: int) -> set[int]:
+        """``BANNED(u)``: the tokens that may not follow ``u``."""
+        forest = self.forest
+        banned: set[int] = set()
+        x, limit = u, 1 << 62
+        while x != NO_TOKEN:
+            merges = self.merges.get(x, ())
+            stop = bisect_left(merges, (limit, -1))
+            for m, y in merges[:stop]:
+                bounds = self.bounds.get(y)
+                if bounds:  # the followers with bound >= m: a prefix
+                    banned.update(self.followers[y][: bisect_right(bounds, -m)])
+            if forest.right[x] == NO_TOKEN:
+                break
+            x, limit = forest.right[x], forest.rank[x]
+        return banned
+

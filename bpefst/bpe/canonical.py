@@ -28,7 +28,7 @@ import zlib
 from typing import Iterable, Sequence
 
 from ..automata import DFA
-from .banned import banned_masks
+from .banned import SingleBanned, banned_masks
 from .compatibility import compatible_before
 from .merge_forest import MergeForest
 
@@ -36,6 +36,14 @@ START = -1
 ENCODINGS = ("explicit", "implicit")
 AUTO_EXPLICIT_LIMIT = 65_536  # largest vocabulary `--encoding auto` stores explicitly
 _MEMO_LIMIT = 1 << 21
+_BANNED_MEMO_LIMIT = 4096  # banned bitsets kept by the implicit encoding (each up to vocabulary/8 bytes)
+
+
+def _mask_of(tokens) -> int:
+    buffer = bytearray((max(tokens, default=0) >> 3) + 1)
+    for t in tokens:
+        buffer[t >> 3] |= 1 << (t & 7)
+    return int.from_bytes(buffer, "little")
 
 
 class CanonicalAutomaton:
@@ -80,6 +88,10 @@ class CanonicalAutomaton:
         """Every token id that may follow ``state``."""
         return [v for v in range(self.forest.size) if self.reachable[v] and self.allowed(state, v)]
 
+    def banned_mask(self, u: int) -> int:
+        """``BANNED(u)`` as a bitset over token ids (bit ``v`` set iff ``v`` may not follow ``u``)."""
+        raise NotImplementedError
+
     def allowed_mask(self, state: int) -> int:
         """``allowed_next`` as a bitset (bit ``v`` set iff ``v`` may follow)."""
         mask = 0
@@ -123,6 +135,21 @@ class ImplicitCanonical(CanonicalAutomaton):
     def __init__(self, forest: MergeForest):
         super().__init__(forest)
         self._memo: dict[int, bool] = {}
+        self._single: SingleBanned | None = None
+        self._banned: dict[int, int] = {}
+
+    def banned_mask(self, u: int) -> int:
+        """From the per-forest index of :class:`~.banned.SingleBanned` (built on first use), memoized."""
+        if u == START:
+            return 0
+        mask = self._banned.get(u)
+        if mask is None:
+            if self._single is None:
+                self._single = SingleBanned(self.forest)
+            if len(self._banned) >= _BANNED_MEMO_LIMIT:
+                self._banned.clear()
+            mask = self._banned[u] = _mask_of(self._single.tokens(u))
+        return mask
 
     def allowed(self, u: int, v: int) -> bool:
         reachable = self.reachable
@@ -162,6 +189,9 @@ class ExplicitCanonical(CanonicalAutomaton):
             return True
         group = self.token_class[u]
         return group >= 0 and not self.class_banned[group] >> v & 1
+
+    def banned_mask(self, u: int) -> int:
+        return 0 if u == START else self.class_banned[self.token_class[u]]
 
     def allowed_next(self, state: int) -> list[int]:
         if state != START and self.token_class[state] < 0:

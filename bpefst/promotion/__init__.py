@@ -7,6 +7,8 @@
   tokenizer's pre-tokenization (gpt2, cl100k, o200k): the chunk-boundary automaton
   and the product with it
 - ``promote``: the routes behind one call, with stage timings
+- ``on_demand``: the pre-tokenized canonical automaton as a lazy product
+  (lattice and liveness built up front, states as a decoder reaches them)
 - ``guided``: the decoding API over a promoted automaton
 - ``edit_distance``, ``wordlists``: input automata (Table 1; --words)
 """
@@ -15,8 +17,9 @@ from .agnostic import SpellingTrie, promote_agnostic
 from .canonical import intersect_canonical
 from .direct import promote_direct
 from .guided import GuidedAutomaton
+from .on_demand import OnDemandCanonical
 from .pretokenized import promote_pretokenized
 from .promote import MODES, Promotion, promote
 
-__all__ = ["MODES", "GuidedAutomaton", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
+__all__ = ["MODES", "GuidedAutomaton", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
            "promote_pretokenized"]

@@ -435,3 +435,24 @@ def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, in
                     if child:
                         push((child, target))
     return arcs
+
+
+def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) -> list[tuple[list[int], dict[int, int]]]:
+    """The lattice of ``pattern`` as groups ``(tokens, {q: r})``: every token of a group takes every arc ``q -> r``.
+
+    For patterns walked by transforms a group is a transform (one pass of the
+    trie, no row written); otherwise the tokens of one row with one target.
+    """
+    transitions = pattern.transitions
+    if len(transitions) <= _TRANSFORM_WALK_STATES:
+        transforms = _walk_transforms(transitions, trie)
+        _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
+        return [(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
+                for tid, tokens in enumerate(transforms.tokens) if tokens]
+    groups = []
+    for q, row in enumerate(token_rows(pattern, trie, max_arcs)):
+        by_target: dict[int, list[int]] = {}
+        for t, r in row.items():
+            by_target.setdefault(r, []).append(t)
+        groups.extend((tokens, {q: r}) for r, tokens in by_target.items())
+    return groups

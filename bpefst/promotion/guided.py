@@ -7,7 +7,8 @@ seed 000 Sec. 7) let a decoder emit tokens without calling the model.
 
 The automaton is a :class:`~bpefst.automata.DFA`, or, for canonical automata
 too large to write out, a :class:`~bpefst.automata.shared_rows.SharedRowDFA`
-(``promote(..., minimal=False)``).  The forced chains of a DFA are precomputed.
+(``promote(..., minimal=False)``) or an :class:`~.on_demand.OnDemandCanonical`
+(``promote(..., on_demand=True)``), whose states are built as they are reached.  The forced chains of a DFA are precomputed.
 Those of a shared-row automaton are found the first time a state is asked
 about (:meth:`GuidedAutomaton.forced_chain`), since counting the arcs of
 every state of a 50,000-state JSON automaton costs more than most decodes.
@@ -15,17 +16,22 @@ every state of a 50,000-state JSON automaton costs more than most decodes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..automata import DFA
 from ..automata.shared_rows import SharedRowDFA
 from .canonical import token_mask
+
+if TYPE_CHECKING:
+    from .on_demand import OnDemandCanonical
 
 
 class GuidedAutomaton:
     """A thin, fast view of a token automaton for constrained decoding."""
 
-    def __init__(self, automaton: DFA | SharedRowDFA):
+    def __init__(self, automaton: "DFA | SharedRowDFA | OnDemandCanonical"):
         self.automaton = automaton
-        self._shared = isinstance(automaton, SharedRowDFA)
+        self._shared = not isinstance(automaton, DFA)  # shared rows, or states expanded on demand
         self._masks: dict[int, int] = {}
         self.forced: dict[int, list[int]] = {} if self._shared else self._forced_chains()
 
@@ -48,7 +54,8 @@ class GuidedAutomaton:
         """``allowed`` as a bitset over token ids (bit t set iff t may come next); cached."""
         mask = self._masks.get(state)
         if mask is None:
-            mask = self._masks[state] = token_mask(self._row(state))  # linear, also for 100k-token rows
+            own = getattr(self.automaton, "allowed_mask", None)  # on demand: without building the row
+            mask = self._masks[state] = own(state) if own is not None else token_mask(self._row(state))  # linear, also for 100k-token rows
         return mask
 
     def step(self, state: int, token: int) -> int | None:

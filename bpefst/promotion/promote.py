@@ -13,7 +13,10 @@ results are trimmed and minimal.  With ``minimal=False`` the results are
 trimmed only, and the pre-tokenization-aware canonical route returns its
 :class:`~bpefst.automata.shared_rows.SharedRowDFA` as built, with no row
 written out: the form for automata too large to write out (JSON or e-mail
-patterns over cl100k), and the fastest route to a guided-generation automaton.
+patterns over cl100k).  With ``on_demand=True`` the canonical route builds
+only the lattice and its liveness and returns an
+:class:`~.on_demand.OnDemandCanonical` whose states are expanded as a decoder
+reaches them: the same automaton, and the fastest route to guided generation.
 
 Without ``pretokenize`` canonical means
 BPE-canonical for the whole matched text, i.e. as if the match were one
@@ -36,7 +39,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..automata import DFA, minimize
+from ..automata import DFA, minimize, trim
 from ..automata.errors import ArcLimitExceeded
 from ..automata.shared_rows import SharedRowDFA
 from ..bpe import CanonicalAutomaton, MergeForest, build_canonical
@@ -46,6 +49,7 @@ from ..tokenizer.pretokenize import resolve_pattern
 from .agnostic import SpellingTrie, promote_agnostic
 from .canonical import intersect_canonical
 from .direct import promote_direct
+from .on_demand import OnDemandCanonical
 from .pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
 
 MODES = ("agnostic", "canonical", "canonical-direct")
@@ -53,15 +57,20 @@ MODES = ("agnostic", "canonical", "canonical-direct")
 
 @dataclass
 class Promotion:
-    dfa: DFA | SharedRowDFA
+    dfa: DFA | SharedRowDFA | OnDemandCanonical
     mode: str
     timings: dict[str, float] = field(default_factory=dict)
 
 
 def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: CanonicalAutomaton | None = None,
             trie: SpellingTrie | None = None, max_states: int | None = None, pretokenize: bool | str = False,
-            minimal: bool = True, max_arcs: int | None = None) -> Promotion:
+            minimal: bool = True, max_arcs: int | None = None, on_demand: bool = False) -> Promotion:
     """Promote a base-symbol DFA to a token DFA (see module docstring).
+
+    ``on_demand`` (``canonical`` only): return the result as an
+    :class:`~.on_demand.OnDemandCanonical`, whose states are expanded when a
+    decoder reaches them (the lattice and liveness are built now), instead of
+    enumerating every state.
 
     ``max_states`` bounds the states built, ``max_arcs`` the arcs written out
     and those of the token lattice every mode starts from (StateLimitExceeded /
@@ -93,6 +102,18 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
         timings[name] = now - clock
         clock = now
 
+    if on_demand:
+        if mode != "canonical":
+            raise BpefstError("on-demand promotion is for --mode canonical")
+        trie = trie or SpellingTrie.from_model(model)
+        lap("trie")
+        if automaton is None:
+            automaton = build_canonical(MergeForest.from_model(model))
+            lap("a_bpe")
+        lazy = OnDemandCanonical(chunked if chunked is not None else trim(pattern), trie, automaton, BOUNDARY,
+                                 max_states=max_states, max_lattice_arcs=max_arcs)
+        lap("liveness")
+        return Promotion(lazy, mode, timings)
     if mode == "canonical-direct":
         dfa = promote_direct(pattern, model)
         lap("merges")

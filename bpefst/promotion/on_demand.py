@@ -1,0 +1,343 @@
+"""Canonical promotion on demand: the pre-tokenized canonical automaton as a lazy product.
+
+The eager route (:mod:`.pretokenized`) enumerates every state of
+``lattice x A_BPE``: tens of thousands of states for e-mail or JSON patterns
+over GPT-2 or cl100k, each with a row of thousands of tokens.  A decoder only
+visits the states of the sequences it generates, so this module builds the two
+things that make the product usable one step at a time and computes the rest
+when it is asked for, as seed 000 suggests for A_BPE itself (Sec. 6.5 and its
+footnote 11: arcs and states computed on the fly from the local property):
+
+* the **token lattice** of the chunked pattern, grouped as the trie walk finds
+  it: a group is a set of tokens with the lattice arcs ``q -> r`` that every
+  token of the group takes (:func:`.agnostic.walk_groups`);
+* **liveness**, so that no reachable state is a dead end (the automaton is
+  trim): ``good[q]``, the tokens of ``q``'s row whose arc leads to a
+  configuration from which a final state can still be reached.
+
+A configuration is ``(q, u)``: chunked-lattice state ``q`` and the previous
+token ``u`` of the current chunk (``-1`` at a chunk start).  A_BPE is 1-local
+(seed 000 Sec. 6.5), so ``(q, u)`` reads ``t`` iff ``t`` is in ``q``'s row and
+``(u, t)`` is a canonical pair, and the arc ``q -t-> r`` leads to ``(r, t)``
+and, where the chunked pattern may cut after ``r`` (a ``BOUNDARY`` arc to
+``r'``), also to ``(r', -1)`` (the rule of :mod:`.pretokenized`).  Hence
+
+    live(q, u)  iff  q final, or some t in good[q] may follow u
+    t in good[q] (arc q -t-> r)  iff  open(r), or some v in good[r] may follow t
+    open(r)     iff  r final, or r may cut to r' with r' final or good[r'] non-empty
+
+The second line depends on ``(t, r)`` only, and on nothing at all when
+``open(r)``, which holds for most targets (a chunk can usually end there):
+whole groups are then filed with one bitset OR.  The rest are decided token
+by token, cheaply: a token is good as soon as one follower in ``good[r]`` is
+compatible, and a few *witnesses* of ``good[r]`` settle almost every token.
+The fixpoint grows ``good`` from the final states backwards.
+
+A state of the result is the set of configurations its text can be in (the
+cut is not known until the next token; :mod:`.pretokenized`).  Its arcs are
+``good[q]`` minus what ``u`` bans, over its configurations; the target of a
+token is the set of the configurations it leads to.  States are numbered in
+the order they are first reached, and rows are computed once and kept.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+
+from ..automata import DFA
+from ..automata.errors import StateLimitExceeded
+from ..bpe import CanonicalAutomaton, ExplicitCanonical
+from ..bpe.compatibility import compatible_before
+from .agnostic import SpellingTrie, walk_groups
+from .canonical import set_bits, token_mask
+
+CHUNK_START = -1
+_WITNESSES = 8  # followers of good[r] tried first for each token (a compatible one is nearly always among them)
+
+
+class OnDemandCanonical:
+    """The pre-tokenization-aware canonical automaton, expanded state by state (see the module docstring).
+
+    The interface of a DFA as :class:`~.guided.GuidedAutomaton` uses it:
+    ``start``, ``finals`` (a container), ``step``, ``row`` and ``arc_count``.
+    """
+
+    def __init__(self, chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, boundary: int,
+                 max_states: int | None = None, max_lattice_arcs: int | None = None):
+        self.automaton = automaton
+        self.max_states = max_states
+        reachable = automaton.reachable
+        self.finals_q = chunked.finals
+        self.cut = [row.get(boundary) for row in chunked.transitions]
+        groups = walk_groups(chunked, trie, max_lattice_arcs)
+        # tokens A_BPE never produces are no arcs at all
+        self.groups = [(tokens, pairs) for tokens, pairs in
+                       ((tokens if all(reachable[t] for t in tokens) else [t for t in tokens if reachable[t]], pairs)
+                        for tokens, pairs in groups) if tokens and pairs]
+        liveness = _Liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
+        self.good = liveness.solve()
+        self._filed = liveness.filed
+        self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
+        self._index: dict[frozenset, int] = {}
+        self._states: list[frozenset] = []
+        self._rows: list[dict[int, int] | None] = []
+        self._banned_cache: dict[int, int] = {}
+        start = chunked.start
+        self.start = self._number(frozenset({(start, CHUNK_START)})) if (self.good[start] or start in self.finals_q) else None
+        self.finals = _Finals(self)
+
+    # -- states --------------------------------------------------------------------------
+    def _number(self, configurations: frozenset) -> int:
+        k = self._index.get(configurations)
+        if k is None:
+            k = self._index[configurations] = len(self._states)
+            self._states.append(configurations)
+            self._rows.append(None)
+            if self.max_states is not None and k >= self.max_states:
+                raise StateLimitExceeded("on-demand canonical promotion", self.max_states)
+        return k
+
+    def configurations(self, state: int) -> frozenset:
+        return self._states[state]
+
+    def is_final(self, state: int) -> bool:
+        return any(q in self.finals_q for q, _ in self._states[state])
+
+    @property
+    def num_states(self) -> int:
+        """States numbered so far (all of them after :meth:`explore`)."""
+        return len(self._states)
+
+    # -- arcs ----------------------------------------------------------------------------
+    def lattice_row(self, q: int) -> dict[int, int]:
+        """``token -> r`` over ``good[q]`` (built on first use, from the groups liveness filed)."""
+        row = self._rows_q[q]
+        if row is None:
+            row = self._rows_q[q] = {}
+            for tokens, r in self._filed[q]:
+                row.update(zip(tokens, repeat(r)))
+        return row
+
+    def _may_follow(self, u: int, t: int) -> bool:
+        if u == CHUNK_START:
+            return True
+        automaton = self.automaton
+        if isinstance(automaton, ExplicitCanonical):
+            return not automaton.class_banned[automaton.token_class[u]] >> t & 1
+        return compatible_before(automaton.forest, u, t)
+
+    def _allowed_tokens(self, q: int, u: int) -> list[int]:
+        row = self.lattice_row(q)
+        if u == CHUNK_START:
+            return list(row)
+        if len(row) < 64:
+            return [t for t in row if self._may_follow(u, t)]
+        banned = set_bits(self.automaton.banned_mask(u) & self.good[q])
+        if not banned:
+            return list(row)
+        banned_set = set(banned)
+        return [t for t in row if t not in banned_set]
+
+    def _targets(self, t: int, r: int, into: set) -> None:
+        into.add((r, t))
+        after = self.cut[r]
+        if after is not None:
+            into.add((after, CHUNK_START))
+
+    def row(self, state: int) -> dict[int, int]:
+        """``token -> state`` for every arc of ``state`` (computed once; numbers every target)."""
+        found = self._rows[state]
+        if found is not None:
+            return found
+        targets: dict[int, set] = {}
+        for q, u in self._states[state]:
+            row_q = self.lattice_row(q)
+            for t in self._allowed_tokens(q, u):
+                into = targets.get(t)
+                if into is None:
+                    into = targets[t] = set()
+                self._targets(t, row_q[t], into)
+        row = {t: self._number(frozenset(into)) for t, into in targets.items()}
+        self._rows[state] = row
+        return row
+
+    def step(self, state: int, token: int) -> int | None:
+        """The state after ``token``, or None; a constant number of pair checks, no row built."""
+        found = self._rows[state]
+        if found is not None:
+            return found.get(token)
+        into: set = set()
+        for q, u in self._states[state]:
+            r = self.lattice_row(q).get(token)
+            if r is not None and self._may_follow(u, token):
+                self._targets(token, r, into)
+        return self._number(frozenset(into)) if into else None
+
+    def allowed_mask(self, state: int) -> int:
+        """The tokens that may come next as a bitset over token ids: per configuration one
+        AND-NOT of ``good[q]`` with the previous token's banned bitset (built once per token)."""
+        mask = 0
+        banned_mask = self.automaton.banned_mask
+        for q, u in self._states[state]:
+            good = self.good[q]
+            mask |= good if u == CHUNK_START else good & ~banned_mask(u)
+        return mask
+
+    def arc_count(self, state: int) -> int:
+        return len(self.row(state))
+
+    # -- whole automaton (tests, small patterns) -------------------------------------------
+    def explore(self) -> None:
+        """Expand every reachable state."""
+        if self.start is None:
+            return
+        k = 0
+        while k < len(self._states):
+            self.row(k)
+            k += 1
+
+    def to_dfa(self) -> DFA:
+        """Every reachable state written out (trim: liveness keeps dead ends out)."""
+        self.explore()
+        if self.start is None:
+            return DFA([{}], 0, frozenset(), check=False)
+        rows = [self.row(k) for k in range(len(self._states))]
+        return DFA(rows, self.start, frozenset(k for k in range(len(rows)) if self.is_final(k)), check=False)
+
+
+class _Finals:
+    """``state in finals`` for an :class:`OnDemandCanonical`."""
+
+    def __init__(self, owner: OnDemandCanonical):
+        self.owner = owner
+
+    def __contains__(self, state) -> bool:
+        return isinstance(state, int) and 0 <= state < len(self.owner._states) and self.owner.is_final(state)
+
+
+class _Liveness:
+    """The fixpoint ``good[q]`` of the module docstring, as bitsets over token ids."""
+
+    def __init__(self, groups, n_states: int, finals, cut, automaton: CanonicalAutomaton):
+        self.groups, self.finals, self.cut, self.automaton = groups, finals, cut, automaton
+        self.n = n_states
+        self.masks = [token_mask(tokens) for tokens, _ in groups]
+        self.preds: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]  # r -> [(group, q)]
+        for g, (_, pairs) in enumerate(groups):
+            for q, r in pairs.items():
+                self.preds[r].append((g, q))
+        self.cut_preds: list[list[int]] = [[] for _ in range(n_states)]  # r' -> [r cutting to r']
+        for r, after in enumerate(cut):
+            if after is not None:
+                self.cut_preds[after].append(r)
+        if isinstance(automaton, ExplicitCanonical):
+            self.follows = self._follows_explicit
+        else:
+            self.follows = self._follows_implicit
+        self._witnesses: dict[int, tuple[int, list[int]]] = {}
+        self._class_answers: dict[tuple[int, int], object] = {}
+        self._class_sizes: dict[int, int] = {}
+
+    def solve(self) -> list[int]:
+        """Grow ``good`` from the final states: whole groups first, token checks only when nothing opens."""
+        good = self.good = [0] * self.n
+        is_open = self.is_open = bytearray(self.n)
+        self.filed: list[list[tuple[list[int], int]]] = [[] for _ in range(self.n)]  # q -> (good tokens, r) as found
+        self.dirty: set[int] = set()  # targets, not open, whose good[r] grew since their tokens were checked
+        self.waiting: dict[tuple[int, int], list[int]] | None = None
+        for r in self.finals:
+            self._open(r)
+        for r, after in enumerate(self.cut):  # a chunk may end at r, and the text with it
+            if after is not None and after in self.finals and not is_open[r]:
+                self._open(r)
+        waiting: dict[tuple[int, int], list[int]] = {}  # (group, q) -> its tokens not yet known good
+        for r in range(self.n):
+            if not is_open[r]:
+                for g, q in self.preds[r]:
+                    if self.masks[g] & ~good[q]:
+                        waiting[(g, q)] = self.groups[g][0]
+        self.waiting = waiting
+        while self.dirty:
+            r = min(self.dirty)
+            self.dirty.discard(r)
+            if is_open[r]:
+                continue
+            for g, q in self.preds[r]:
+                pending = waiting.get((g, q))
+                if pending:
+                    settled = [t for t in pending if self.follows(t, r)]
+                    if settled:
+                        done = set(settled)
+                        waiting[(g, q)] = [t for t in pending if t not in done]
+                        self.filed[q].append((settled, r))
+                        if self._grow(q, token_mask(settled)):
+                            for r0 in self.cut_preds[q]:
+                                self._open(r0)
+        return good
+
+    def _open(self, r: int) -> None:
+        """Every arc into ``r`` is good (``r`` is final, or a chunk may end there and the text go on)."""
+        stack = [r]
+        while stack:  # opening r can open the targets that cut to a state r's arcs come from
+            r = stack.pop()
+            if self.is_open[r]:
+                continue
+            self.is_open[r] = 1
+            self.dirty.discard(r)
+            for g, q in self.preds[r]:
+                if self.waiting is not None:
+                    self.waiting.pop((g, q), None)
+                self.filed[q].append((self.groups[g][0], r))
+                if self._grow(q, self.masks[g]):
+                    stack.extend(r0 for r0 in self.cut_preds[q] if not self.is_open[r0])
+
+    def _grow(self, q: int, mask: int) -> bool:
+        """``good[q] |= mask``; True when ``good[q]`` was empty before and is not now."""
+        before = self.good[q]
+        after = before | mask
+        if after == before:
+            return False
+        self.good[q] = after
+        if not self.is_open[q]:
+            self.dirty.add(q)
+        return not before
+
+    def _follows_explicit(self, t: int, r: int) -> bool:
+        """Whether ``good[r]`` holds a follower ``t`` allows: decided once per (class of t, r) and good[r]."""
+        automaton = self.automaton
+        c = automaton.token_class[t]
+        good = self.good[r]
+        key = (c, r)
+        known = self._class_answers.get(key)
+        if known is not None and (known is True or known == good):
+            return known is True
+        banned = automaton.class_banned[c]
+        size = self._class_sizes.get(c)
+        if size is None:
+            size = self._class_sizes[c] = banned.bit_count()
+        answer = good.bit_count() > size or bool(good & ~banned)
+        self._class_answers[key] = True if answer else good  # a "no" holds until good[r] grows
+        return answer
+
+    def _follows_implicit(self, t: int, r: int) -> bool:
+        forest = self.automaton.forest
+        good = self.good[r]
+        found = self._witnesses.get(r)
+        if found is None or found[0] != good:
+            found = self._witnesses[r] = (good, set_bits(good) if good.bit_count() <= 4 * _WITNESSES else _some_bits(good, _WITNESSES))
+        for v in found[1]:
+            if compatible_before(forest, t, v):
+                return True
+        if good.bit_count() <= len(found[1]):
+            return False
+        return any(compatible_before(forest, t, v) for v in set_bits(good))
+
+
+def _some_bits(mask: int, count: int) -> list[int]:
+    """Up to ``count`` set bits of ``mask``, lowest first (low ids: short tokens, rarely banned)."""
+    bits = []
+    while mask and len(bits) < count:
+        low = mask & -mask
+        bits.append(low.bit_length() - 1)
+        mask ^= low
+    return bits
