@@ -80,7 +80,7 @@ def all_segmentations(symbols: tuple[int, ...], by_spelling: dict[tuple[int, ...
                 yield (token, *rest)
 
 
-def check_pattern(model, automaton, trie, pattern: str, budget: int = MAX_BYTES) -> tuple[int, int]:
+def check_pattern(model, automaton, trie, pattern: str, budget: int = MAX_BYTES, on_demand: bool = False) -> tuple[int, int]:
     dfa = compile_regex(pattern, alphabet_for(model))
     assert count_strings(dfa, budget) < 50_000, "pattern set too large for brute force"
     matches = list(enumerate_strings(dfa, budget))
@@ -95,6 +95,8 @@ def check_pattern(model, automaton, trie, pattern: str, budget: int = MAX_BYTES)
     assert accepted(agnostic, lengths, budget) == expected, pattern
     direct = promote(dfa, model, "canonical-direct").dfa
     assert equivalent(direct, canonical), pattern
+    if on_demand:  # the lazy product, every state expanded, is the same language (whole match as one chunk)
+        assert equivalent(promote(dfa, model, "canonical", automaton, trie, on_demand=True).dfa.to_dfa(), canonical), pattern
     return len(expected), len(matches)
 
 
@@ -112,7 +114,7 @@ def test_enough_patterns() -> None:
 def test_small_tokenizer(pattern: str) -> None:
     model = random_byte_model(3, alphabet=b"ab1-x\" ", num_merges=25, pattern=PRESETS["gpt2"])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
-    check_pattern(model, automaton, SpellingTrie.from_model(model), pattern, budget=8)
+    check_pattern(model, automaton, SpellingTrie.from_model(model), pattern, budget=8, on_demand=True)
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -126,7 +128,7 @@ def test_wikitext_words_with_end_of_word_suffix() -> None:
     model = load_tokenizer(require_shared() / "wikitext-bpe" / "tokenizer_4000.json")
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
     for pattern in [r"(the|them|then|there)", r"[a-c]{1,3}", r"(un)?(do|done|doing)"]:
-        check_pattern(model, automaton, SpellingTrie.from_model(model), pattern, budget=8)
+        check_pattern(model, automaton, SpellingTrie.from_model(model), pattern, budget=8, on_demand=True)
 
 
 def test_empty_and_guided_api() -> None:

@@ -81,7 +81,6 @@ class OnDemandCanonical:
         self._index: dict[frozenset, int] = {}
         self._states: list[frozenset] = []
         self._rows: list[dict[int, int] | None] = []
-        self._banned_cache: dict[int, int] = {}
         start = chunked.start
         self.start = self._number(frozenset({(start, CHUNK_START)})) if (self.good[start] or start in self.finals_q) else None
         self.finals = _Finals(self)
