@@ -216,3 +216,18 @@ def test_single_token_banned_sets_of_gpt2() -> None:
     forest = MergeForest.from_model(load_tokenizer(require_shared() / "gpt2/vocab.json"))
     tokens = random.Random(3).sample(forest.reachable_ids, 1500) + list(range(256))
     assert _check_banned_masks(forest, tokens) > 1000
+
+
+def test_banned_mask_of_an_unreachable_token_bans_everything() -> None:
+    """As ``allowed`` says: nothing may follow a token that BPE never produces."""
+    for seed in range(40):
+        model = random_char_model(seed, alphabet="abc", num_merges=12, suffix=None)
+        forest = MergeForest.from_model(model)
+        unreachable = [u for u in range(forest.size) if not forest.reachable[u]]
+        for encoding in ("explicit", "implicit"):
+            automaton = build_canonical(forest, encoding)
+            for u in unreachable:
+                assert all(not automaton.allowed(u, v) and automaton.banned_mask(u) >> v & 1 for v in forest.reachable_ids)
+        if unreachable:
+            return
+    pytest.skip("no random model with an unreachable token")

@@ -89,7 +89,10 @@ class CanonicalAutomaton:
         return [v for v in range(self.forest.size) if self.reachable[v] and self.allowed(state, v)]
 
     def banned_mask(self, u: int) -> int:
-        """``BANNED(u)`` as a bitset over token ids (bit ``v`` set iff ``v`` may not follow ``u``)."""
+        """``BANNED(u)`` as a bitset over token ids (bit ``v`` set iff ``v`` may not follow ``u``).
+
+        Every bit for a token that cannot occur (nothing may follow it, as in :meth:`allowed`).
+        """
         raise NotImplementedError
 
     def allowed_mask(self, state: int) -> int:
@@ -142,6 +145,8 @@ class ImplicitCanonical(CanonicalAutomaton):
         """From the per-forest index of :class:`~.banned.SingleBanned` (built on first use), memoized."""
         if u == START:
             return 0
+        if not self.reachable[u]:
+            return (1 << self.forest.size) - 1
         mask = self._banned.get(u)
         if mask is None:
             if self._single is None:
@@ -191,7 +196,10 @@ class ExplicitCanonical(CanonicalAutomaton):
         return group >= 0 and not self.class_banned[group] >> v & 1
 
     def banned_mask(self, u: int) -> int:
-        return 0 if u == START else self.class_banned[self.token_class[u]]
+        if u == START:
+            return 0
+        group = self.token_class[u]
+        return self.class_banned[group] if group >= 0 else (1 << self.forest.size) - 1
 
     def allowed_next(self, state: int) -> list[int]:
         if state != START and self.token_class[state] < 0:

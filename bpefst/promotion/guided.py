@@ -8,10 +8,11 @@ seed 000 Sec. 7) let a decoder emit tokens without calling the model.
 The automaton is a :class:`~bpefst.automata.DFA`, or, for canonical automata
 too large to write out, a :class:`~bpefst.automata.shared_rows.SharedRowDFA`
 (``promote(..., minimal=False)``) or an :class:`~.on_demand.OnDemandCanonical`
-(``promote(..., on_demand=True)``), whose states are built as they are reached.  The forced chains of a DFA are precomputed.
-Those of a shared-row automaton are found the first time a state is asked
-about (:meth:`GuidedAutomaton.forced_chain`), since counting the arcs of
-every state of a 50,000-state JSON automaton costs more than most decodes.
+(``promote(..., on_demand=True)``), whose states are built as they are
+reached.  The forced chains of a DFA are precomputed.  Those of the other
+two are found the first time a state is asked about
+(:meth:`GuidedAutomaton.forced_chain`), since counting the arcs of every
+state of a 50,000-state JSON automaton costs more than most decodes.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class GuidedAutomaton:
         mask = self._masks.get(state)
         if mask is None:
             own = getattr(self.automaton, "allowed_mask", None)  # on demand: without building the row
-            mask = self._masks[state] = own(state) if own is not None else token_mask(self._row(state))  # linear, also for 100k-token rows
+            # else linear in the row, also for 100k-token rows
+            mask = self._masks[state] = own(state) if own is not None else token_mask(self._row(state))
         return mask
 
     def step(self, state: int, token: int) -> int | None:
