@@ -71,9 +71,8 @@ class OnDemandCanonical:
         self.cut = [row.get(boundary) for row in chunked.transitions]
         groups = walk_groups(chunked, trie, max_lattice_arcs)
         # tokens A_BPE never produces are no arcs at all
-        self.groups = [(tokens, pairs) for tokens, pairs in
-                       ((tokens if all(reachable[t] for t in tokens) else [t for t in tokens if reachable[t]], pairs)
-                        for tokens, pairs in groups) if tokens and pairs]
+        groups = [([t for t in tokens if reachable[t]], pairs) for tokens, pairs in groups]
+        self.groups = [(tokens, pairs) for tokens, pairs in groups if tokens and pairs]
         liveness = _Liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
         self.good = liveness.solve()
         self._filed = liveness.filed
@@ -96,9 +95,6 @@ class OnDemandCanonical:
                 raise StateLimitExceeded("on-demand canonical promotion", self.max_states)
         return k
 
-    def configurations(self, state: int) -> frozenset:
-        return self._states[state]
-
     def is_final(self, state: int) -> bool:
         return any(q in self.finals_q for q, _ in self._states[state])
 
@@ -118,12 +114,7 @@ class OnDemandCanonical:
         return row
 
     def _may_follow(self, u: int, t: int) -> bool:
-        if u == CHUNK_START:
-            return True
-        automaton = self.automaton
-        if isinstance(automaton, ExplicitCanonical):
-            return not automaton.class_banned[automaton.token_class[u]] >> t & 1
-        return compatible_before(automaton.forest, u, t)
+        return u == CHUNK_START or self.automaton.allowed(u, t)
 
     def _allowed_tokens(self, q: int, u: int) -> list[int]:
         row = self.lattice_row(q)
@@ -257,8 +248,7 @@ class _Liveness:
                         waiting[(g, q)] = self.groups[g][0]
         self.waiting = waiting
         while self.dirty:
-            r = min(self.dirty)
-            self.dirty.discard(r)
+            r = self.dirty.pop()
             if is_open[r]:
                 continue
             for g, q in self.preds[r]:
