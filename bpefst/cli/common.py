@@ -15,7 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
-from ..errors import BpefstError
+from ..errors import BpefstError, DisallowedSpecialError
 from ..tokenizer import BPEModel, load_tokenizer, pattern_override
 from ..tokenizer.overrides import check_special_ids
 
@@ -38,6 +38,8 @@ def user_errors(command: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
+        except DisallowedSpecialError as exc:
+            raise Failure(exc.cli_message(), exc.exit_code) from None
         except BpefstError as exc:
             raise Failure(str(exc), exc.exit_code) from None
         except MemoryError:

@@ -21,7 +21,7 @@ from typing import Iterable, Iterator
 
 import regex
 
-from ..errors import BpefstError
+from ..errors import BpefstError, DisallowedSpecialError
 
 PRESETS: dict[str, str] = {
     "gpt2": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
@@ -112,10 +112,7 @@ def check_disallowed(text: str, disallowed: frozenset[str], offset: int = 0) -> 
     matcher = specials_regex(disallowed)
     found = matcher.search(text) if matcher is not None else None
     if found is not None:
-        raise BpefstError(
-            f"the text contains the special token {found.group()!r} at character {offset + found.start()}, which is not "
-            f"allowed (allow it, e.g. --allowed-special all, or treat it as text with --allowed-special none)"
-        )
+        raise DisallowedSpecialError(found.group(), offset + found.start())
 
 
 class Pretokenizer:

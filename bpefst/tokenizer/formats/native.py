@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+import msgpack
+
 from ...artifact import pack_ints, parse_artifact, check_header, unpack_ints, write_artifact
 from ...errors import ArtifactError, BpefstError
 from ..model import BPEModel
@@ -40,7 +42,8 @@ def to_body(model: BPEModel) -> dict:
     }
 
 
-def from_body(body: dict, name: str) -> BPEModel:
+def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
+    """The model a body describes; checked unless ``trusted`` (see :meth:`BPEModel.unchecked`)."""
     try:
         level = body["level"]
         ids = unpack_ints(body["ids"])
@@ -52,7 +55,7 @@ def from_body(body: dict, name: str) -> BPEModel:
         tokens = [blob[offsets[k] : offsets[k + 1]] for k in range(len(ids))]
         if level == "char":
             tokens = [t.decode("utf-8") for t in tokens]
-        model = BPEModel(
+        model = (BPEModel.unchecked if trusted else BPEModel)(
             level=level,
             vocab=dict(zip(ids, tokens)),
             merges=list(zip(flat[0::2], flat[1::2])),
@@ -84,3 +87,13 @@ def read_bytes(raw: bytes, name: str) -> BPEModel:
     if model.fingerprint != document["fingerprint"]:
         raise ArtifactError(f"{name}: corrupted tokenizer artifact (content does not match its fingerprint)")
     return model
+
+
+def model_to_bytes(model: BPEModel) -> bytes:
+    """The model as msgpack bytes: the artifact's body, without its header (what a pickled Tokenizer carries)."""
+    return msgpack.packb(to_body(model), use_bin_type=True)
+
+
+def model_from_bytes(data: bytes) -> BPEModel:
+    """The inverse of :func:`model_to_bytes`, for bytes this process family wrote (unpickling): not re-checked."""
+    return from_body(msgpack.unpackb(data, raw=False, strict_map_key=False), "pickled tokenizer", trusted=True)

@@ -20,13 +20,14 @@ import base64
 import binascii
 import gzip
 import os
+from operator import itemgetter
 from pathlib import Path
 
 from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
 from ..model import MAX_ID, BPEModel
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
-from ..reference import ReferenceEncoder
+from ..packed_bpe import bpe_packed, pair_shift
 from .common import read_raw
 
 KNOWN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
@@ -45,9 +46,48 @@ def encoding_name(path: str | os.PathLike) -> str | None:
 
 
 def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
+    """``token bytes -> rank`` of a rank file, checked: every line ``base64 rank``, no token or rank twice.
+
+    The whole file is parsed in bulk (C-level maps); only when a check fails is
+    it walked line by line to name the offending line.
+    """
+    data = read_raw(path)
+    ranks = _parse_bulk(data)
+    if ranks is None:
+        ranks = _parse_lines(data, path)
+    if not ranks:
+        raise BpefstError(f"{path}: no tokens")
+    return ranks
+
+
+def _parse_bulk(data: bytes) -> dict[bytes, int] | None:
+    """The rank table, or None when any line is not well formed (so :func:`_parse_lines` can say which)."""
+    fields = data.split()
+    if len(fields) % 2 or len(fields) != 2 * sum(1 for line in data.split(b"\n") if line.strip()):
+        return None
+    tokens, numbers = fields[0::2], fields[1::2]
+    try:
+        decoded = list(map(_strict_b64, tokens))
+        values = list(map(int, numbers))
+    except (ValueError, binascii.Error):
+        return None
+    if not all(map(bytes.isdigit, numbers)) or not all(decoded):
+        return None
+    if values and not 0 <= min(values) <= max(values) <= MAX_ID:
+        return None
+    ranks = dict(zip(decoded, values))
+    if len(ranks) != len(values) or len(set(values)) != len(values):
+        return None
+    return ranks
+
+
+def _strict_b64(token: bytes) -> bytes:
+    return binascii.a2b_base64(token, strict_mode=True)
+
+
+def _parse_lines(data: bytes, path: str | os.PathLike) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
-    data = read_raw(path)
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -62,8 +102,6 @@ def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
         if rank in line_of_rank:
             raise BpefstError(f"{path}:{line_no}: rank {rank} is given to two tokens (also on line {line_of_rank[rank]})")
         ranks[token], line_of_rank[rank] = rank, line_no
-    if not ranks:
-        raise BpefstError(f"{path}: no tokens")
     return ranks
 
 
@@ -85,32 +123,29 @@ def looks_like_ranks(data: bytes) -> bool:
 
 
 def recover_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
-    """Merges implied by a rank table (see module docstring)."""
+    """Merges implied by a rank table (see module docstring).
+
+    Each token's bytes go through BPE with the merges recovered so far
+    (:func:`..packed_bpe.bpe_packed`, whose table grows as merges are found); a
+    two-byte token needs no BPE, its merge is its two bytes.
+    """
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise BpefstError(f"rank file lacks single-byte tokens (e.g. byte {missing[0]}); cannot recover merges")
+    byte_ids = [ranks[bytes([b])] for b in range(256)]
+    shift = pair_shift(ranks.values())
+    table: dict[int, int] = {}
+    get = table.get
     merges: list[tuple[int, int]] = []
-    table: dict[tuple[int, int], tuple[int, int]] = {}
-    encoder = _PartialEncoder(table, ranks)
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+    for token, rank in sorted(ranks.items(), key=itemgetter(1)):
         if len(token) == 1:
             continue
-        pieces = encoder.bpe_bytes(token)
+        pieces = [byte_ids[token[0]], byte_ids[token[1]]] if len(token) == 2 else bpe_packed([byte_ids[b] for b in token], get, shift)
         if len(pieces) == 2:
-            table[(pieces[0], pieces[1])] = (len(merges), rank)
-            merges.append((pieces[0], pieces[1]))
+            a, b = pieces
+            table[(a << shift) | b] = (len(merges) << 32) | rank
+            merges.append((a, b))
     return merges
-
-
-class _PartialEncoder(ReferenceEncoder):
-    """The reference BPE over a merge table that grows while merges are recovered."""
-
-    def __init__(self, table: dict, ranks: dict[bytes, int]):
-        self._merges = table
-        self._byte_ids = [ranks[bytes([b])] for b in range(256)]
-
-    def bpe_bytes(self, token: bytes) -> list[int]:
-        return self.bpe([self._byte_ids[b] for b in token])
 
 
 def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
@@ -127,7 +162,9 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
     try:
-        return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials, pattern=pattern)
+        merges = recover_merges(ranks)
+        # Ranks were checked, recovered merges are proper by construction, known specials are facts of tiktoken.
+        return BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
     except BpefstError as exc:
         raise BpefstError(f"{path}: {exc}") from None
 
