@@ -11,7 +11,8 @@ from ..artifact import peek_kind, read_header_and_body
 from ..errors import BpefstError
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
-from .common import load_model, on_line, read_input, tokenizer_options, user_errors
+from ..pipeline.encoder import Tokenizer
+from .common import load_model, on_line, parse_specials, read_input, tokenizer_options, user_errors
 from .train_command import check_tokenizer_output
 
 
@@ -66,18 +67,26 @@ def _artifact_summary(path: str) -> dict | None:
               help="Special tokens recognised in the text; any other special token in the text is an error unless --allowed-special none.")
 @click.option("--format", "fmt", type=click.Choice(["ids", "jsonl", "tokens"]), default="ids", show_default=True,
               help="ids: space-separated ids on one line; jsonl: one JSON array per input line; tokens: token texts.")
+@click.option("--reference", is_flag=True,
+              help="Use the reference encoder (textbook priority-queue BPE, the oracle the fast pipeline is tested against).")
 @user_errors
-def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], allowed_special: str, fmt: str) -> None:
-    """Tokenize text with the reference encoder (textbook priority-queue BPE).
+def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], allowed_special: str, fmt: str,
+           reference: bool) -> None:
+    """Tokenize a text: the ids tiktoken / HF tokenizers give.
 
-    INPUT is a file or - for stdin.  With --allowed-special none (the default),
-    special tokens in the text are tokenized as plain text.
+    INPUT is a file or - for stdin, read whole (`bpefst tokenize` streams
+    large inputs).  With --allowed-special none (the default), special tokens
+    in the text are tokenized as plain text.
 
     \b
     Example:
       echo 'Hello world' | bpefst encode ../shared/data/gpt2/vocab.json
+      echo 'Hello world' | bpefst encode ../shared/data/gpt2/vocab.json --reference
     """
-    encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    if reference:
+        encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    else:
+        encoder = Tokenizer.load(tokenizer, pattern=pattern, specials=parse_specials(specials))
     allowed, disallowed = _special_policy(allowed_special, encoder.model.specials)
     data = read_input(input)
     if fmt == "jsonl":
@@ -120,7 +129,7 @@ def decode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     Example:
       echo '15496 995' | bpefst decode ../shared/data/gpt2/vocab.json
     """
-    encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    encoder = Tokenizer.load(tokenizer, pattern=pattern, specials=parse_specials(specials))
     data = read_input(input)
     out = sys.stdout.buffer
     if fmt == "jsonl":
@@ -132,7 +141,7 @@ def decode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     out.write(_decode_ids(encoder, _parse_ids(data)))
 
 
-def _decode_ids(encoder: ReferenceEncoder, ids: list[int]) -> bytes:
+def _decode_ids(encoder: Tokenizer, ids: list[int]) -> bytes:
     if encoder.model.is_byte_level:
         return encoder.decode_bytes(ids)
     return encoder.decode(ids).encode("utf-8")

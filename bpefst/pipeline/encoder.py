@@ -31,9 +31,8 @@ import os
 from array import array
 from functools import cached_property, partial
 from itertools import chain
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from ..bpe.transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
 from ..tokenizer.packed_bpe import bpe_packed, pack_merges, pair_shift
@@ -42,6 +41,9 @@ from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
 from .forking import ForkedCall, PieceQueue, fork_available
+
+if TYPE_CHECKING:  # the transducer (and the bpe layer with it) is imported when a long chunk first needs it
+    from ..bpe.transducer import SubsequentialTransducer
 
 DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
 BLOCK = 16_384  # characters pre-tokenized at a time (see Tokenizer.encode_plain); 16-64K measured alike
@@ -85,8 +87,8 @@ class Tokenizer:
     ``.bpefst`` artifact); caches and worker pools never travel.
     """
 
-    def __init__(self, model: BPEModel, transducer: SubsequentialTransducer | None = None,
-                 cache_size: int = DEFAULT_CACHE, max_states: int = DEFAULT_MAX_STATES, name: str = ""):
+    def __init__(self, model: BPEModel, transducer: "SubsequentialTransducer | None" = None,
+                 cache_size: int = DEFAULT_CACHE, max_states: int | None = None, name: str = ""):
         self.model = model
         self.name = name
         self.max_states = max_states
@@ -110,12 +112,14 @@ class Tokenizer:
         return len(set(self.model.merge_results)) == len(self.model.merges)
 
     @cached_property
-    def transducer(self) -> SubsequentialTransducer | None:
+    def transducer(self) -> "SubsequentialTransducer | None":
         if not self._unique_producers:
             return None
         if self._given_transducer is not None:
             return self._given_transducer
-        return SubsequentialTransducer(self.model, max_states=self.max_states)
+        from ..bpe.transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
+
+        return SubsequentialTransducer(self.model, max_states=self.max_states or DEFAULT_MAX_STATES)
 
     @cached_property
     def _byte_codes(self) -> bool:
@@ -167,6 +171,19 @@ class Tokenizer:
             return cls(model, transducer=transducer, **kwargs)
         model = load_tokenizer(path, pattern=pattern_override(pattern), specials=specials)
         return cls(model, **kwargs)
+
+    @classmethod
+    def from_vocab_merges(cls, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]], special_tokens: Iterable[str] = (),
+                          pattern: str | None = "gpt2", name: str = "") -> "Tokenizer":
+        """A byte-level tokenizer from CS336 / minbpe shapes: ``vocab`` id -> bytes, ``merges`` pairs of bytes in rank order.
+
+        ``special_tokens`` keep the id their bytes have in ``vocab`` (or get the
+        next free ids); ``pattern`` is a preset (``gpt2``, ``cl100k``, ``o200k``),
+        a regex, or None for no pre-tokenization.
+        """
+        from ..tokenizer.byte_pairs import model_from_byte_pairs
+
+        return cls(model_from_byte_pairs(vocab, merges, special_tokens, pattern), name=name)
 
     def __reduce__(self):
         from ..tokenizer.formats.native import model_to_bytes
