@@ -9,7 +9,8 @@ the merge ``a b`` at this rank.  A token that stays in three or more pieces can
 never be produced by BPE and is kept as an unreachable vocabulary entry.
 
 Rank files carry neither the pre-tokenization pattern nor the special tokens.
-For the files OpenAI publishes (``cl100k_base``, ``o200k_base``) they are
+For the files OpenAI publishes (``cl100k_base``, ``o200k_base``, and GPT-2's
+vocabulary as ``gpt2`` / ``r50k_base``) they are
 known facts of tiktoken and applied by file name; for any other file the caller
 must name them.
 """
@@ -36,6 +37,9 @@ KNOWN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
         {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
     ),
     "o200k_base": (PRESETS["o200k"], {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    # GPT-2's vocabulary as a rank file (tiktoken's gpt2 / r50k_base): ranks are GPT-2's ids
+    "gpt2": (PRESETS["gpt2"], {"<|endoftext|>": 50256}),
+    "r50k_base": (PRESETS["gpt2"], {"<|endoftext|>": 50256}),
 }
 
 
