@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
-from ..tokenizer.packed_bpe import bpe_packed, pack_merges, pair_shift
+from ..tokenizer.packed_bpe import bpe_packed
 from ..tokenizer.pretokenize import check_disallowed, specials_regex
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from ..tokenizer.splitter import Splitter
@@ -140,11 +140,11 @@ class Tokenizer:
 
     @cached_property
     def _pair_shift(self) -> int:
-        return pair_shift(self.model.vocab)
+        return self.model.packed_merges[1]
 
     @cached_property
     def _packed_merges(self) -> dict[int, int]:
-        return pack_merges(self.model.merges, self.model.merge_results, self._pair_shift)
+        return self.model.packed_merges[0]
 
     @cached_property
     def _trie_get(self):

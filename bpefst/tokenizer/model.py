@@ -103,6 +103,18 @@ class BPEModel:
         return [self._merge_result(rank, a, b) for rank, (a, b) in enumerate(self.merges)]
 
     @cached_property
+    def packed_merges(self) -> tuple[dict[int, int], int]:
+        """``(table, shift)``: the merge table packed for :func:`.packed_bpe.bpe_packed`.
+
+        A reader that builds it anyway (the rank-file reader, while recovering
+        merges) stores it here, as it may :attr:`merge_results`.
+        """
+        from .packed_bpe import pack_merges, pair_shift
+
+        shift = pair_shift(self.vocab)
+        return pack_merges(self.merges, self.merge_results, shift), shift
+
+    @cached_property
     def merge_table(self) -> dict[tuple[int, int], tuple[int, int]]:
         """``(left, right) -> (rank, result)``, the lookup BPE encoding needs."""
         return {pair: (rank, result) for rank, (pair, result) in enumerate(zip(self.merges, self.merge_results))}

@@ -127,7 +127,12 @@ def looks_like_ranks(data: bytes) -> bool:
 
 
 def recover_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
-    """Merges implied by a rank table (see module docstring).
+    """Merges implied by a rank table (see module docstring)."""
+    return _recover(ranks)[0]
+
+
+def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int], dict[int, int], int]:
+    """``(merges, their results, the packed merge table, its shift)`` implied by a rank table.
 
     Each token's bytes go through BPE with the merges recovered so far
     (:func:`..packed_bpe.bpe_packed`, whose table grows as merges are found); a
@@ -137,19 +142,28 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
     if missing:
         raise BpefstError(f"rank file lacks single-byte tokens (e.g. byte {missing[0]}); cannot recover merges")
     byte_ids = [ranks[bytes([b])] for b in range(256)]
+    table_of_bytes = bytes(byte_ids) if max(byte_ids) < 256 else None  # bytes.translate turns a token into its byte ids
     shift = pair_shift(ranks.values())
     table: dict[int, int] = {}
     get = table.get
     merges: list[tuple[int, int]] = []
+    results: list[int] = []
+    append = merges.append
     for token, rank in sorted(ranks.items(), key=itemgetter(1)):
-        if len(token) == 1:
+        size = len(token)
+        if size == 1:
             continue
-        pieces = [byte_ids[token[0]], byte_ids[token[1]]] if len(token) == 2 else bpe_packed([byte_ids[b] for b in token], get, shift)
+        if size == 2:
+            pieces = [byte_ids[token[0]], byte_ids[token[1]]]
+        else:
+            symbols = list(token.translate(table_of_bytes)) if table_of_bytes is not None else [byte_ids[b] for b in token]
+            pieces = bpe_packed(symbols, get, shift)
         if len(pieces) == 2:
             a, b = pieces
             table[(a << shift) | b] = (len(merges) << 32) | rank
-            merges.append((a, b))
-    return merges
+            append((a, b))
+            results.append(rank)
+    return merges, results, table, shift
 
 
 def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
@@ -166,9 +180,11 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
     try:
-        merges = recover_merges(ranks)
+        merges, results, table, shift = _recover(ranks)
         # Ranks were checked, recovered merges are proper by construction, known specials are facts of tiktoken.
-        return BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
+        model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
+        model.__dict__.update(merge_results=results, packed_merges=(table, shift))  # built anyway while recovering
+        return model
     except BpefstError as exc:
         raise BpefstError(f"{path}: {exc}") from None
 
