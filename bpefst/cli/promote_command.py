@@ -9,23 +9,21 @@ import time
 
 import click
 
-from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs, write_artifact
+from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs
 from ..automata import load as load_automaton
 from ..automata import random_accepted, to_dot
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
-from ..automata.serialize import to_body
 from ..errors import BpefstError
 from ..promotion import MODES, promote
 from ..promotion.agnostic import LATTICE
 from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
+from ..promotion.token_automaton_io import save_token_automaton
 from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
-
-TOKEN_AUTOMATON_SCHEMA = 1
 
 
 @click.command("promote")
@@ -169,7 +167,7 @@ def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_sta
 
 def _write(dfa, fingerprint: str, decode, output: str, fmt: str, mode: str) -> None:
     if fmt == "msgpack":
-        write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, fingerprint, {"mode": mode, "automaton": to_body(dfa)})
+        save_token_automaton(output, dfa, mode, fingerprint)
     elif fmt == "json":
         document = {
             "mode": mode, "tokenizer": fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),

@@ -46,6 +46,7 @@ def _artifact_summary(path: str) -> dict | None:
     kind = peek_kind(path)
     if kind is None or kind == "tokenizer":
         return None
+    _load_artifact(path, kind)  # describe only what loads: a tampered file is refused here too
     document = read_header_and_body(path)
     body = document["body"]
     facts = {"kind": kind, "schema": document["schema"], "fingerprint": document["fingerprint"]}
@@ -56,6 +57,20 @@ def _artifact_summary(path: str) -> dict | None:
     if isinstance(stats, dict):
         facts.update({str(k): v for k, v in stats.items() if isinstance(v, (int, float, str, bool))})
     return facts
+
+
+def _load_artifact(path: str, kind: str) -> None:
+    """Load (and so validate) a compiled artifact of any kind."""
+    from ..automata.serialize import load as load_automaton
+    from ..bpe.canonical_io import load_canonical
+    from ..bpe.transducer_io import read_transducer
+    from ..promotion.token_automaton_io import load_token_automaton
+
+    loaders = {"canonical-dfa": load_canonical, "transducer": read_transducer, "automaton": load_automaton,
+               "token-automaton": load_token_automaton}
+    if kind not in loaders:
+        raise BpefstError(f"{path}: unknown artifact kind {kind!r}")
+    loaders[kind](path)
 
 
 @click.command()

@@ -133,6 +133,12 @@ class BPEModel:
         """Raise BpefstError unless the model is well formed and proper."""
         if self.level not in LEVELS:
             raise BpefstError(f"unknown tokenizer level {self.level!r} (expected one of {', '.join(LEVELS)})")
+        for name in ("pattern", "end_of_word_suffix", "continuing_subword_prefix", "unk_token"):
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise BpefstError(f"{name} must be a string or none, found {type(getattr(self, name)).__name__}")
+        for name in ("fuse_unk", "ignore_merges"):
+            if not isinstance(getattr(self, name), bool):
+                raise BpefstError(f"{name} must be true or false, found {type(getattr(self, name)).__name__}")
         expected = bytes if self.level == "byte" else str
         for token_id, token in self.vocab.items():
             if not isinstance(token_id, int) or not 0 <= token_id <= MAX_ID:
