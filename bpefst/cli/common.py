@@ -94,6 +94,8 @@ def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:
         text, sep, number = value.rpartition("=")
         if not sep or not text or not number.isdigit():
             raise BpefstError(f"--special expects TEXT=ID, found {value!r}")
+        if len(number) > 20:
+            raise BpefstError(f"--special {text!r}: an id of {len(number):,} digits is far too large (ids are below 2**32)")
         if text in specials and specials[text] != int(number):
             raise BpefstError(f"--special gives {text!r} two ids ({specials[text]} and {int(number)})")
         specials[text] = int(number)

@@ -9,6 +9,7 @@ import click
 
 from ..artifact import peek_kind, read_header_and_body
 from ..errors import BpefstError
+from ..pipeline.validate import parse_json_ids, parse_words
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
 from .common import load_model, on_line, read_input, tokenizer_options, user_errors
@@ -154,22 +155,12 @@ def _decode_ids(encoder: ReferenceEncoder, ids: list[int]) -> bytes:
 
 
 def _parse_ids(data: bytes) -> list[int]:
-    ids = []
-    for k, word in enumerate(data.split()):
-        if not word.isdigit():
-            raise BpefstError(f"token {k}: {word[:20].decode('utf-8', 'replace')!r} is not a non-negative integer id")
-        ids.append(int(word))
-    return ids
+    return parse_words(data.split())
 
 
 def _parse_json_ids(line: bytes, line_no: int) -> list[int]:
-    try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BpefstError(f"line {line_no}: not a JSON array of ids") from None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise BpefstError(f"line {line_no}: expected a JSON array of non-negative integer ids")
-    return value
+    with on_line(line_no):
+        return parse_json_ids(line)
 
 
 @click.command()

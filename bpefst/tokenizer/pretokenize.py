@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 import regex
 
 from ..errors import BpefstError
+from ..regex.syntax import check_nesting
 
 PRESETS: dict[str, str] = {
     "gpt2": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
@@ -83,9 +84,14 @@ def preset_name(pattern: str | None) -> str:
 @lru_cache(maxsize=32)
 def compile_pattern(pattern: str) -> regex.Pattern:
     try:
+        check_nesting(pattern)
         return regex.compile(pattern)
     except regex.error as exc:
         raise BpefstError(f"invalid pre-tokenization pattern: {exc}") from None
+    except BpefstError as exc:
+        raise BpefstError(f"invalid pre-tokenization pattern: {exc}") from None
+    except (RecursionError, OverflowError, ValueError) as exc:
+        raise BpefstError(f"invalid pre-tokenization pattern: {type(exc).__name__}") from None
 
 
 @lru_cache(maxsize=64)

@@ -38,10 +38,30 @@ def read_text(path: str | os.PathLike) -> str:
         raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
+# Longer integers than Python converts by default (sys.get_int_max_str_digits()); no field
+# of any tokenizer file needs one, and int() would refuse it with a traceback.
+MAX_JSON_INT_DIGITS = 4300
+
+
+class _HugeInteger(Exception):
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        raise _HugeInteger(text)
+    return int(text)
+
+
 def parse_any_json(raw: bytes, path: str | os.PathLike) -> Any:
     """Any JSON value from raw bytes; BpefstError unless it is valid UTF-8 JSON."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), parse_int=_json_int)
+    except _HugeInteger as huge:
+        line = raw[: max(raw.find(huge.text.encode()), 0)].count(b"\n") + 1
+        raise BpefstError(f"{path}: line {line}: an integer of {len(huge.text.lstrip('-')):,} digits, too large for any "
+                          f"field") from None
     except UnicodeDecodeError as exc:
         raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
