@@ -63,9 +63,34 @@ def unpack_ints(data: bytes, typecode: str = "I") -> array:
     return arr
 
 
+# Files read so far, once the command line has asked for them to be recorded (record_inputs):
+# a reader may open files its caller never named (vocab.json's merges.txt), and no write
+# may replace any of them.  Off for library use, where rewriting a file one loaded is fine.
+_inputs: list[str] | None = None
+
+
+def record_inputs() -> None:
+    """From now on, remember every file a reader opens and refuse to write over it."""
+    global _inputs
+    _inputs = []
+
+
+def note_input(path: str | os.PathLike) -> None:
+    """A reader opened ``path`` (recorded only after :func:`record_inputs`)."""
+    if _inputs is not None and str(path) not in ("", "-"):
+        _inputs.append(os.fspath(path))
+
+
+def recorded_inputs() -> list[str]:
+    """The files read so far (empty unless recording)."""
+    return list(_inputs or ())
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename (devices and FIFOs in place)."""
     name = path
+    if _inputs:
+        refuse_overwriting_inputs(path, _inputs)
     if _is_special(path):
         _write_in_place(path, data)
         return
@@ -204,6 +229,7 @@ def read_header_and_body(path: str | os.PathLike) -> dict[str, Any]:
             raw = handle.read()
     except OSError as exc:
         raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    note_input(path)
     return parse_artifact(raw, str(path))
 
 

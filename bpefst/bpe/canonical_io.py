@@ -85,7 +85,7 @@ def load_canonical(path: str | os.PathLike, expected_fingerprint: str | None = N
             classes = explicit["classes"]
             if not 0 < classes <= size:
                 raise ArtifactError(f"{name}: corrupted artifact ({classes} token classes for {size} tokens)")
-            if len(token_class) != size or any(not 0 <= c < classes for c in token_class):
+            if len(token_class) != size or any(not -1 <= c < classes for c in token_class):
                 raise ArtifactError(f"{name}: corrupted artifact (token classes out of range)")
             automaton: CanonicalAutomaton = ExplicitCanonical(forest, token_class, ExplicitCanonical.unpack_banned(explicit["banned"], classes, size))
         elif body["encoding"] == "implicit":

@@ -53,10 +53,12 @@ def main() -> None:
 def _run() -> int | str | None:
     import click
 
+    from ..artifact import record_inputs
     from ..errors import BpefstError
     from .app import cli
     from .streams import Interrupted, PipeClosed
 
+    record_inputs()  # no command may write over a file it read (README, "Artifacts")
     try:
         result = cli.main(prog_name="bpefst", standalone_mode=False)
         return result if isinstance(result, int) else 0

@@ -15,6 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
+from ..artifact import note_input
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, load_tokenizer, pattern_override
 from ..tokenizer.overrides import check_special_ids
@@ -63,6 +64,7 @@ def read_input(path: str) -> bytes:
         return sys.stdin.buffer.read()
     if os.path.isdir(path):
         raise BpefstError(f"{path} is a directory, not a file")
+    note_input(path)
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -77,6 +79,7 @@ def iter_input_lines(path: str) -> Iterator[bytes]:
         return
     if os.path.isdir(path):
         raise BpefstError(f"{path} is a directory, not a file")
+    note_input(path)
     try:
         handle: BinaryIO = open(path, "rb")
     except OSError as exc:

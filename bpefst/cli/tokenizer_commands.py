@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..artifact import peek_kind, read_header_and_body
+from ..artifact import peek_kind, read_header_and_body, recorded_inputs
 from ..errors import BpefstError
 from ..pipeline.validate import parse_json_ids, parse_words
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
@@ -178,6 +178,7 @@ def convert(tokenizer: str, pattern: str | None, specials: tuple[str, ...], fmt:
     """
     check_tokenizer_output(output, fmt, [tokenizer])
     model = load_model(tokenizer, pattern, specials)
+    check_tokenizer_output(output, fmt, recorded_inputs())  # and every file the reader opened (vocab.json's merges.txt)
     if fmt in ("gpt2", "tiktoken") and not model.is_byte_level:  # before the notes, which would not apply
         raise BpefstError(f"--format {fmt} holds byte-level tokenizers only and {tokenizer} is character-level; use --format hf or bpefst")
     for note in format_losses(model, fmt):

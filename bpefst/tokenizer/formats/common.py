@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any, Iterable
 
+from ...artifact import note_input
 from ...errors import BpefstError
 from ..model import MAX_ID
 
@@ -22,6 +23,7 @@ def read_raw(path: str | os.PathLike) -> bytes:
             data = handle.read()
     except OSError as exc:
         raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    note_input(path)
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
