@@ -31,12 +31,12 @@ between special tokens must be canonical.
 
 from __future__ import annotations
 
-import json
-
 import bisect
 import itertools
+import json
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
 import regex
@@ -78,7 +78,6 @@ class Validator:
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
         self.model = model
         self.automaton = automaton
-        self.encoder = ReferenceEncoder(model)
         self.pretokenize = pretokenize
         self.block_tokens = block_tokens
         self.size = max(model.max_id + 1, 1)
@@ -228,6 +227,14 @@ class Validator:
         positions = itertools.compress(itertools.count(), inner)
         k = next(k for k, key in zip(positions, keys) if key in bad)
         return self._violation(ids, lo + k + 1, offset, "BPE merges across this pair", lo, hi)
+
+    @cached_property
+    def encoder(self) -> ReferenceEncoder:
+        """The encoder whose output the check stands for: without pre-tokenization under --no-pretokenize,
+        so that a violation's suggested encoding is BPE's, not the pattern's (built on first use)."""
+        if self.pretokenize or self.model.pattern is None:
+            return ReferenceEncoder(self.model)
+        return ReferenceEncoder(replace(self.model, pattern=None))
 
     def _violation(self, ids: list[int], k: int, offset: int, reason: str, lo: int, hi: int, wide: bool = False,
                    through: int | None = None) -> Violation:
