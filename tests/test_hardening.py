@@ -321,3 +321,20 @@ def test_no_pretokenize_suggests_bpe_s_own_encoding() -> None:
     result = run("validate", str(require_shared() / "tiktoken" / "cl100k_base.tiktoken.gz"), "--no-pretokenize", stdin=b"256 4442")
     assert result.returncode == 1
     assert f"encodes '   changes' as {whole.encode_ordinary('   changes')}" in result.stdout.decode(), result.stdout
+
+
+# -- item 7: decompression bombs ---------------------------------------------------------------------
+
+
+def test_a_gzip_bomb_is_refused_at_the_cap_which_an_environment_variable_raises(tmp_path) -> None:
+    import gzip
+
+    bomb = tmp_path / "tokenizer.json.gz"
+    bomb.write_bytes(gzip.compress(b"{" + b" " * (3 << 20) + b'"model": 5}', 9))
+    small_cap = subprocess.run([sys.executable, "-m", "bpefst", "info", str(bomb)], capture_output=True, timeout=120,
+                               env={**os.environ, "BPEFST_MAX_DECOMPRESSED_MB": "1"})
+    assert_user_error(small_cap, "decompresses to more than 1 MiB")
+    assert "BPEFST_MAX_DECOMPRESSED_MB" in small_cap.stderr.decode()
+    raised = subprocess.run([sys.executable, "-m", "bpefst", "info", str(bomb)], capture_output=True, timeout=120,
+                            env={**os.environ, "BPEFST_MAX_DECOMPRESSED_MB": "8"})
+    assert_user_error(raised, "merges.txt is missing")  # read whole, then judged on what it holds

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
+import zlib
 from typing import Any, Iterable
 
 from ...artifact import note_input
@@ -25,11 +27,38 @@ def read_raw(path: str | os.PathLike) -> bytes:
         raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
     note_input(path)
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise BpefstError(f"{path}: corrupted gzip data ({exc})") from None
+        data = _gunzip(data, path)
     return data
+
+
+# The largest tokenizer files in use are tens of megabytes (o200k's rank file: 3.6 MB); a
+# gzip of a few hundred kilobytes can expand to gigabytes (a "decompression bomb").
+DEFAULT_MAX_DECOMPRESSED = 64 << 20
+MAX_DECOMPRESSED_VARIABLE = "BPEFST_MAX_DECOMPRESSED_MB"
+
+
+def max_decompressed() -> int:
+    """The cap on a gzipped tokenizer's size once decompressed: 64 MiB, or $BPEFST_MAX_DECOMPRESSED_MB."""
+    value = os.environ.get(MAX_DECOMPRESSED_VARIABLE)
+    if value is None:
+        return DEFAULT_MAX_DECOMPRESSED
+    if not value.isdigit() or not 0 < len(value) <= 9 or int(value) == 0:
+        raise BpefstError(f"{MAX_DECOMPRESSED_VARIABLE} must be a positive number of megabytes, found {value[:20]!r}")
+    return int(value) << 20
+
+
+def _gunzip(data: bytes, path: str | os.PathLike) -> bytes:
+    """Decompress in a stream that stops one byte past the cap, so a bomb costs the cap, not its size."""
+    cap = max_decompressed()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            out = stream.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise BpefstError(f"{path}: corrupted gzip data ({exc})") from None
+    if len(out) > cap:
+        raise BpefstError(f"{path}: decompresses to more than {cap >> 20:,} MiB, more than any tokenizer needs; "
+                          f"set {MAX_DECOMPRESSED_VARIABLE} to raise the limit")
+    return out
 
 
 def read_text(path: str | os.PathLike) -> str:
