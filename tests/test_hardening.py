@@ -338,3 +338,23 @@ def test_a_gzip_bomb_is_refused_at_the_cap_which_an_environment_variable_raises(
     raised = subprocess.run([sys.executable, "-m", "bpefst", "info", str(bomb)], capture_output=True, timeout=120,
                             env={**os.environ, "BPEFST_MAX_DECOMPRESSED_MB": "8"})
     assert_user_error(raised, "merges.txt is missing")  # read whole, then judged on what it holds
+
+
+# -- item 6: a sparse id -------------------------------------------------------------------------------
+
+
+def test_a_sparse_id_is_refused_before_any_table_is_sized_by_it(tmp_path) -> None:
+    """One id of 2**31 - 1 in a small vocab.json: refused up front (memory stays small), while
+    decoding, which needs no table, still works as in HF."""
+    directory = tmp_path / "sparse"
+    directory.mkdir()
+    save_tokenizer(random_byte_model(21, pattern=PRESETS["gpt2"]), directory / "vocab.json", "gpt2")
+    vocab = json.loads((directory / "vocab.json").read_text())
+    vocab["zzzz"] = 2**31 - 1
+    (directory / "vocab.json").write_text(json.dumps(vocab))
+    path = str(directory / "vocab.json")
+    for args in (("validate", path), ("tokenize", path), ("promote", path, "--regex", "ab"), ("compile", path, "--stats")):
+        result = subprocess.run(["bash", "-c", 'ulimit -v 2000000; exec "$@"', "-", sys.executable, "-m", "bpefst", *args],
+                                input=b"97 98", capture_output=True, timeout=120)
+        assert_user_error(result, "token ids are too sparse")
+    assert run("decode", path, stdin=b"97 98").stdout == b"ab"

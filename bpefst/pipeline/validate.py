@@ -76,6 +76,7 @@ class Validator:
     """Checks id streams against one tokenizer and its canonical automaton."""
 
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
+        model.check_dense()
         self.model = model
         self.automaton = automaton
         self.pretokenize = pretokenize

@@ -39,6 +39,10 @@ Token = Union[bytes, str]
 LEVELS = ("byte", "char")
 # Ids are stored as uint32 (artifacts, automata tables) and HF reads them as u32
 MAX_ID = 2**32 - 1
+# Ids may leave gaps (specials placed after a reserved range), but not gaps that would size
+# tables by an id far beyond the vocabulary (issue 16, item 6): largest id < 4 x tokens + 65,536.
+SPARSE_FACTOR = 4
+SPARSE_SLACK = 65_536
 
 
 @dataclass(eq=True)
@@ -155,6 +159,20 @@ class BPEModel:
             if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
                 raise BpefstError(f"special token {text!r} has id {sid}, which already belongs to token {_show(self.vocab[sid])}")
         self._check_proper()
+
+    def check_dense(self) -> None:
+        """Refuse ids far beyond the number of tokens, before a table indexed by id is built.
+
+        The merge forest, the automata and the validator size their tables by the
+        largest id, so one id of 2**31 in a 4 KB vocab.json would take gigabytes.
+        Loading, encoding and decoding (dictionaries) accept such ids, as HF does.
+        """
+        count = len(self.vocab) + len(self.specials)
+        largest = self.max_id
+        if largest >= SPARSE_FACTOR * count + SPARSE_SLACK:
+            raise BpefstError(f"token ids are too sparse: the largest id is {largest:,} for {count:,} tokens; bpefst sizes "
+                              f"its tables by the largest id and accepts ids below {SPARSE_FACTOR} x the token count + "
+                              f"{SPARSE_SLACK:,}; renumber the tokens")
 
     def _check_proper(self) -> None:
         seen: set[tuple[int, int]] = set()
