@@ -358,3 +358,17 @@ def test_a_sparse_id_is_refused_before_any_table_is_sized_by_it(tmp_path) -> Non
                                 input=b"97 98", capture_output=True, timeout=120)
         assert_user_error(result, "token ids are too sparse")
     assert run("decode", path, stdin=b"97 98").stdout == b"ab"
+
+
+# -- item 12: promote bounded in time and memory --------------------------------------------------------
+
+
+def test_promote_gives_up_at_its_time_and_memory_limits() -> None:
+    """GPT-2 ``.{0,500}`` used to run 35 s and 1.5 GB before --max-arcs refused it: the limits stop it, with one line."""
+    vocab = str(require_shared() / "gpt2" / "vocab.json")
+    timed = subprocess.run([sys.executable, "-m", "bpefst", "promote", vocab, "--regex", ".{0,500}", "--timeout", "2"],
+                           capture_output=True, timeout=120)
+    assert_user_error(timed, "took more than --timeout 2 s")
+    capped = subprocess.run([sys.executable, "-m", "bpefst", "promote", vocab, "--regex", ".{0,500}", "--max-memory", "100"],
+                            capture_output=True, timeout=120)
+    assert_user_error(capped, "needed more than --max-memory 100 MB")
