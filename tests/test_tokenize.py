@@ -9,7 +9,6 @@ import random
 import select
 import subprocess
 import sys
-import time
 import unicodedata
 
 import msgpack
