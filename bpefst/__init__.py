@@ -17,11 +17,17 @@ The Python API, in tiktoken's shape::
 __version__ = "0.1.0"
 
 from .errors import BpefstError, DisallowedSpecialError
-from .pipeline.encoder import Tokenizer
-from .registry import get_encoding, list_encoding_names, load, load_automaton
 
-# The builders pull in the automata and promotion layers: imported on first use, so `import bpefst` stays light.
-_LAZY = {"compile": ".api", "promote": ".api", "train": ".api", "TokenLanguage": ".promotion.token_language"}
+# Everything else is imported on first use: `import bpefst` stays instant, and the command
+# line (which imports this package first) ends quietly on a Ctrl-C during its own imports.
+_LAZY = {
+    "Tokenizer": ".pipeline.encoder",
+    "get_encoding": ".registry", "list_encoding_names": ".registry", "load": ".registry", "load_automaton": ".registry",
+    "compile": ".api", "promote": ".api", "train": ".api",
+    "TokenLanguage": ".promotion.token_language",
+}
+
+__all__ = ["BpefstError", "DisallowedSpecialError", *_LAZY]
 
 
 def __getattr__(name: str):
@@ -33,7 +39,6 @@ def __getattr__(name: str):
         return value
     raise AttributeError(f"module 'bpefst' has no attribute {name!r}")
 
-__all__ = [
-    "BpefstError", "DisallowedSpecialError", "TokenLanguage", "Tokenizer", "compile", "get_encoding", "list_encoding_names",
-    "load", "load_automaton", "promote", "train",
-]
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -15,6 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
+from ..artifact import note_input
 from ..errors import BpefstError, DisallowedSpecialError
 from ..tokenizer import BPEModel, load_tokenizer, pattern_override
 from ..tokenizer.overrides import check_special_ids
@@ -65,6 +66,7 @@ def read_input(path: str) -> bytes:
         return sys.stdin.buffer.read()
     if os.path.isdir(path):
         raise BpefstError(f"{path} is a directory, not a file")
+    note_input(path)
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -79,6 +81,7 @@ def iter_input_lines(path: str) -> Iterator[bytes]:
         return
     if os.path.isdir(path):
         raise BpefstError(f"{path} is a directory, not a file")
+    note_input(path)
     try:
         handle: BinaryIO = open(path, "rb")
     except OSError as exc:
@@ -96,6 +99,8 @@ def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:
         text, sep, number = value.rpartition("=")
         if not sep or not text or not number.isdigit():
             raise BpefstError(f"--special expects TEXT=ID, found {value!r}")
+        if len(number) > 20:
+            raise BpefstError(f"--special {text!r}: an id of {len(number):,} digits is far too large (ids are below 2**32)")
         if text in specials and specials[text] != int(number):
             raise BpefstError(f"--special gives {text!r} two ids ({specials[text]} and {int(number)})")
         specials[text] = int(number)

@@ -16,14 +16,15 @@ from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..errors import BpefstError
 from ..promotion import MODES, promote
 from ..promotion.agnostic import LATTICE
-from ..promotion.token_language import save_token_automaton
 from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
+from ..promotion.token_automaton_io import save_token_automaton
 from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
+from .limits import LimitExceeded, bounded
 
 
 @click.command("promote")
@@ -47,9 +48,13 @@ from .common import read_input, tokenizer_options, user_errors
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
 @click.option("--no-pretokenize", is_flag=True,
               help="Canonical modes: treat each match as one pre-tokenization chunk (BPE canonicity only), ignoring the tokenizer's pattern.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60, show_default=True, metavar="SECONDS",
+              help="Give up after this long (loading included).")
+@click.option("--max-memory", type=click.IntRange(min=1), default=2000, show_default=True, metavar="MB",
+              help="Give up when the process needs more resident memory than this.")
 @user_errors
 def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
-                    max_arcs, tokenizer_path, no_pretokenize) -> None:
+                    max_arcs, tokenizer_path, no_pretokenize, timeout, max_memory) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
     COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
@@ -71,6 +76,16 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     if len(given) != 1:
         raise BpefstError("give exactly one of --regex, --pattern-file, --words")
     _check_output(output, fmt, [compiled, pattern_file, words_file, tokenizer_path])
+    try:
+        with bounded(timeout, max_memory):
+            _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
+                     max_states, max_arcs, tokenizer_path, no_pretokenize)
+    except LimitExceeded as exc:
+        raise BpefstError(f"promotion {exc}; narrow the pattern or raise the limit") from None
+
+
+def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
+             max_arcs, tokenizer_path, no_pretokenize) -> None:
     if is_wordpiece_file(compiled):
         if mode not in (None, "maxmatch"):
             raise BpefstError(f"{compiled} is a WordPiece vocabulary: only --mode maxmatch applies")
@@ -167,7 +182,7 @@ def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_sta
 
 def _write(dfa, fingerprint: str, decode, output: str, fmt: str, mode: str) -> None:
     if fmt == "msgpack":
-        save_token_automaton(output, dfa, fingerprint, mode)
+        save_token_automaton(output, dfa, mode, fingerprint)
     elif fmt == "json":
         document = {
             "mode": mode, "tokenizer": fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),

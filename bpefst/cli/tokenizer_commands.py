@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from ..artifact import peek_kind, read_header_and_body
+from ..artifact import peek_kind, read_header_and_body, recorded_inputs
 from ..errors import BpefstError
+from ..pipeline.validate import parse_json_ids, parse_words
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
 from ..pipeline.encoder import Tokenizer
@@ -47,6 +48,7 @@ def _artifact_summary(path: str) -> dict | None:
     kind = peek_kind(path)
     if kind is None or kind == "tokenizer":
         return None
+    _load_artifact(path, kind)  # describe only what loads: a tampered file is refused here too
     document = read_header_and_body(path)
     body = document["body"]
     facts = {"kind": kind, "schema": document["schema"], "fingerprint": document["fingerprint"]}
@@ -57,6 +59,20 @@ def _artifact_summary(path: str) -> dict | None:
     if isinstance(stats, dict):
         facts.update({str(k): v for k, v in stats.items() if isinstance(v, (int, float, str, bool))})
     return facts
+
+
+def _load_artifact(path: str, kind: str) -> None:
+    """Load (and so validate) a compiled artifact of any kind."""
+    from ..automata.serialize import load as load_automaton
+    from ..bpe.canonical_io import load_canonical
+    from ..bpe.transducer_io import read_transducer
+    from ..promotion.token_automaton_io import load_token_automaton
+
+    loaders = {"canonical-dfa": load_canonical, "transducer": read_transducer, "automaton": load_automaton,
+               "token-automaton": load_token_automaton}
+    if kind not in loaders:
+        raise BpefstError(f"{path}: unknown artifact kind {kind!r}")
+    loaders[kind](path)
 
 
 @click.command()
@@ -148,22 +164,12 @@ def _decode_ids(encoder: Tokenizer, ids: list[int]) -> bytes:
 
 
 def _parse_ids(data: bytes) -> list[int]:
-    ids = []
-    for k, word in enumerate(data.split()):
-        if not word.isdigit():
-            raise BpefstError(f"token {k}: {word[:20].decode('utf-8', 'replace')!r} is not a non-negative integer id")
-        ids.append(int(word))
-    return ids
+    return parse_words(data.split())
 
 
 def _parse_json_ids(line: bytes, line_no: int) -> list[int]:
-    try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BpefstError(f"line {line_no}: not a JSON array of ids") from None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise BpefstError(f"line {line_no}: expected a JSON array of non-negative integer ids")
-    return value
+    with on_line(line_no):
+        return parse_json_ids(line)
 
 
 @click.command()
@@ -181,6 +187,7 @@ def convert(tokenizer: str, pattern: str | None, specials: tuple[str, ...], fmt:
     """
     check_tokenizer_output(output, fmt, [tokenizer])
     model = load_model(tokenizer, pattern, specials)
+    check_tokenizer_output(output, fmt, recorded_inputs())  # and every file the reader opened (vocab.json's merges.txt)
     if fmt in ("gpt2", "tiktoken") and not model.is_byte_level:  # before the notes, which would not apply
         raise BpefstError(f"--format {fmt} holds byte-level tokenizers only and {tokenizer} is character-level; use --format hf or bpefst")
     for note in format_losses(model, fmt):

@@ -108,7 +108,13 @@ class Tokenizer:
 
     @cached_property
     def _unique_producers(self) -> bool:
-        """Whether every merge makes a different token (the transducer's theory needs it)."""
+        """Whether every merge makes a different token (the transducer's theory needs it).
+
+        Asked on the first cache miss, before any id is out: a vocabulary too
+        sparse for the transducer's id-indexed tables (which a long chunk may
+        need later) is refused here, not mid-stream.  Decoding needs no tables.
+        """
+        self.model.check_dense()
         return len(set(self.model.merge_results)) == len(self.model.merges)
 
     @cached_property

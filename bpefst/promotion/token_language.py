@@ -25,16 +25,13 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from ..artifact import read_artifact, write_artifact
 from ..automata import DFA
-from ..automata.serialize import from_body, to_body
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
 from .guided import GuidedAutomaton
 from .promote import MODES, promote
+from .token_automaton_io import load_token_automaton, save_token_automaton
 
-KIND = "token-automaton"
-SCHEMA = 1
 DEFAULT_MAX_STATES = 1_000_000
 DEFAULT_MAX_ARCS = 20_000_000
 
@@ -120,20 +117,15 @@ class TokenLanguage:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the ``token-automaton`` artifact (the minimal DFA; what ``bpefst promote -o`` writes)."""
-        save_token_automaton(path, self.dfa(), self.fingerprint, self.mode)
+        save_token_automaton(path, self.dfa(), self.mode, self.fingerprint)
 
     @classmethod
     def load(cls, path: str | os.PathLike, expected_fingerprint: str | None = None) -> "TokenLanguage":
-        document = read_artifact(path, KIND, SCHEMA, expected_fingerprint)
-        body = document["body"]
-        mode = body.get("mode")
-        if not isinstance(mode, str) or not isinstance(body.get("automaton"), dict):
-            raise BpefstError(f"{path}: corrupted token-automaton artifact (body fields)")
-        language = cls(None, None, mode if mode in MODES else "canonical", fingerprint=document["fingerprint"])
+        """A ``token-automaton`` artifact; with ``expected_fingerprint``, insist it was built for that tokenizer."""
+        from ..artifact import read_header_and_body
+
+        mode, dfa = load_token_automaton(path, expected_fingerprint)
+        language = cls(None, None, mode if mode in MODES else "canonical", fingerprint=read_header_and_body(path)["fingerprint"])
         language.mode = mode  # maxmatch artifacts keep their own mode name
-        language._views["dfa"] = from_body(body["automaton"], str(path))
+        language._views["dfa"] = dfa
         return language
-
-
-def save_token_automaton(path: str | os.PathLike, dfa: DFA, fingerprint: str, mode: str) -> None:
-    write_artifact(path, KIND, SCHEMA, fingerprint, {"mode": mode, "automaton": to_body(dfa)})

@@ -43,6 +43,10 @@ LEVELS = ("byte", "char")
 # Ids are stored as uint32 (artifacts, automata tables) and HF reads them as u32
 MAX_ID = 2**32 - 1
 _LEFT, _RIGHT = itemgetter(0), itemgetter(1)
+# Ids may leave gaps (specials placed after a reserved range), but not gaps that would size
+# tables by an id far beyond the vocabulary (issue 16, item 6): largest id < 4 x tokens + 65,536.
+SPARSE_FACTOR = 4
+SPARSE_SLACK = 65_536
 
 
 @dataclass(eq=True)
@@ -183,9 +187,19 @@ class BPEModel:
         walk below run, to name the offending entry.  A 100k-token model is
         checked in about a tenth of a second.
         """
+        self._check_fields()
         if not self._looks_valid():
             self._validate_entries()
             self._check_proper()
+
+    def _check_fields(self) -> None:
+        """The scalar fields have their types (a tampered artifact must fail here, not deep in tokenizing)."""
+        for name in ("pattern", "end_of_word_suffix", "continuing_subword_prefix", "unk_token"):
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise BpefstError(f"{name} must be a string or none, found {type(getattr(self, name)).__name__}")
+        for name in ("fuse_unk", "ignore_merges"):
+            if not isinstance(getattr(self, name), bool):
+                raise BpefstError(f"{name} must be true or false, found {type(getattr(self, name)).__name__}")
 
     def _looks_valid(self) -> bool:
         """Every check of :meth:`validate` in bulk; False when any fails (or cannot tell)."""
@@ -245,6 +259,20 @@ class BPEModel:
                 raise BpefstError(f"special token {text!r} has an invalid id {sid!r}")
             if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
                 raise BpefstError(f"special token {text!r} has id {sid}, which already belongs to token {_show(self.vocab[sid])}")
+
+    def check_dense(self) -> None:
+        """Refuse ids far beyond the number of tokens, before a table indexed by id is built.
+
+        The merge forest, the automata and the validator size their tables by the
+        largest id, so one id of 2**31 in a 4 KB vocab.json would take gigabytes.
+        Loading, encoding and decoding (dictionaries) accept such ids, as HF does.
+        """
+        count = len(self.vocab) + len(self.specials)
+        largest = self.max_id
+        if largest >= SPARSE_FACTOR * count + SPARSE_SLACK:
+            raise BpefstError(f"token ids are too sparse: the largest id is {largest:,} for {count:,} tokens; bpefst sizes "
+                              f"its tables by the largest id and accepts ids below {SPARSE_FACTOR} x the token count + "
+                              f"{SPARSE_SLACK:,}; renumber the tokens")
 
     def _check_proper(self) -> None:
         seen: set[tuple[int, int]] = set()
