@@ -177,7 +177,7 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         pattern = default_pattern if pattern is FROM_FILE else pattern
         specials = dict(default_specials)
     elif pattern is FROM_FILE:
-        raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
+        raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern, or pattern= in Python (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
     try:
         merges, results, table, shift = _recover(ranks)
@@ -198,10 +198,10 @@ def write(model: BPEModel, path: str | os.PathLike) -> None:
     of the format: name them again when reading the file back.
     """
     if not model.is_byte_level:
-        raise BpefstError("tiktoken rank files hold byte-level tokenizers only; use --format hf")
+        raise BpefstError("tiktoken rank files hold byte-level tokenizers only; use --format hf (format=\"hf\" in Python)")
     ranks = {token: i for i, token in model.vocab.items()}
     if any(bytes([b]) not in ranks for b in range(256)) or recover_merges(ranks) != list(model.merges):
-        raise BpefstError("this tokenizer's ids do not follow its merge order, so a tiktoken rank file cannot express it; use --format hf or bpefst")
+        raise BpefstError("this tokenizer's ids do not follow its merge order, so a tiktoken rank file cannot express it; use --format hf or bpefst (format= in Python)")
     lines = [base64.b64encode(token) + b" " + str(i).encode() for i, token in sorted(model.vocab.items())]
     data = b"\n".join(lines) + b"\n"
     if str(path).endswith(".gz"):
