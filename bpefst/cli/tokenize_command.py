@@ -189,7 +189,9 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
     binary = fmt in BINARY_FORMATS
     dtype = choose_dtype(dtype_name, model.max_id) if binary else None
     target = None
+    created = None
     if output_dir:
+        created = output_dir if not os.path.exists(output_dir) else None
         try:
             os.makedirs(output_dir, exist_ok=True)
         except OSError as exc:
@@ -209,7 +211,9 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
     def on_read(count: int) -> None:
         nonlocal read_now
         read_now = count
-        progress.update(done_before + count, writer.documents, writer.ids)
+
+    def on_batch(documents: int, ids: int) -> None:  # input read ahead of the encoder by at most one batch
+        progress.update(done_before + read_now, documents, ids)
 
     def documents():
         nonlocal done_before, read_now
@@ -219,7 +223,7 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
             read_now = 0
 
     try:
-        tokenize_documents(tok, documents(), writer, jobs, allowed, disallowed)
+        tokenize_documents(tok, documents(), writer, jobs, allowed, disallowed, on_batch)
         manifest = {"fingerprint": model.fingerprint, "max_id": model.max_id, "index": INDEX_NAME} if output_dir else {}
         writer.close(**manifest)
         if target is not None:
@@ -228,6 +232,8 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
         writer.abort()
         if target is not None:
             target.abort()
+        if created is not None and not os.listdir(created):
+            os.rmdir(created)
         raise
     return done_before, writer.documents, writer.ids
 

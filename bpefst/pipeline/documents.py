@@ -27,9 +27,12 @@ from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from .encoder import Tokenizer
 from .inputs import Document
 
-SEGMENT_CHARS = 1 << 20  # a long document is cut into segments of about this many characters
-BATCH_CHARS = 1 << 22  # characters per batch handed to encode_batch (per job)
-BATCH_SEGMENTS = 4096  # segments per batch (many short documents)
+SEGMENT_CHARS = 1 << 18  # a long document is cut into segments of about this many characters
+# Characters and segments per batch handed to encode_batch, per job: enough that the
+# workers stay busy, few enough that the reader (and a progress display) stays close
+# behind the encoder.
+BATCH_CHARS = 1 << 20
+BATCH_SEGMENTS = 2048
 
 
 @dataclass(frozen=True)
