@@ -120,13 +120,14 @@ def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
             seconds, kb = run_timed(command)
             best[label] = min(best.get(label, seconds), seconds)
             rss[label] = max(rss.get(label, 0), kb or 0)
-    load_seconds, _ = run_timed([*bpefst, os.devnull, "--format", "ids", "-o", os.devnull])
+    (work / "empty.txt").write_bytes(b"")
+    load_seconds, load_kb = run_timed([*bpefst, str(work / "empty.txt"), "--format", "ids", "-o", str(work / "empty.ids")])
     encoding = tiktoken_for(name)
     reference = np.concatenate([np.asarray(encoding.encode_ordinary(texts[c]) + [eot], dtype=dtype) for c in CORPORA])
     written = (work / "out.bin").read_bytes()
     identical = written == reference.astype(np.dtype(dtype).newbyteorder("<")).tobytes()
     print(f"\n{name}: pydocs + fortunes, {size / 1e6:.1f} MB, {len(reference):,} ids ({dtype}), best of {rounds}, "
-          f"load {load_seconds:.2f} s (included below)")
+          f"load {load_seconds:.2f} s (included below), max RSS of loading alone (empty input) {(load_kb or 0) / 1024:.1f} MB")
     for label in commands:
         seconds = best[label]
         net = max(seconds - load_seconds, 1e-9)

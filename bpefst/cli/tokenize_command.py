@@ -1,4 +1,10 @@
-"""``bpefst tokenize``: streaming, exact, linear-time tokenization of stdin or a file.
+"""``bpefst tokenize``: streaming, exact, linear-time tokenization of files, directories, globs or stdin.
+
+Options are parsed here; the work is in the library: :mod:`bpefst.pipeline.inputs`
+(opening and decompressing inputs, documents), :mod:`bpefst.pipeline.documents`
+(encoding documents in order, across processes), :mod:`bpefst.pipeline.datasets`
+(bin / npy / index / shard writers) and :mod:`bpefst.pipeline.tokenize` (the
+single-stream text formats).
 
 Also :func:`compile_transducer_command`, the body of ``bpefst compile --kind
 transducer`` (the ``compile`` command itself lives elsewhere and calls it).

@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import stat
 import sys
 import tempfile
 from array import array
@@ -118,10 +119,20 @@ def npy_header(dtype: Dtype, length: int, width: int = 20) -> bytes:
 
 
 class AtomicFile:
-    """A file written under a temporary name in its directory and renamed into place by :meth:`commit`."""
+    """A file written under a temporary name in its directory and renamed into place by :meth:`commit`.
+
+    A device or FIFO (``/dev/stdout``, a named pipe) is written in place.
+    """
 
     def __init__(self, path: str):
         self.path = path
+        if _is_special(path):
+            try:
+                self.handle: BinaryIO = open(path, "wb")
+            except OSError as exc:
+                raise BpefstError(f"cannot write {path}: {exc.strerror or exc}") from None
+            self.tmp = None
+            return
         directory = os.path.dirname(os.path.abspath(path))
         try:
             fd, self.tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
@@ -137,6 +148,9 @@ class AtomicFile:
             raise BpefstError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def commit(self) -> None:
+        if self.tmp is None:
+            self.handle.close()
+            return
         try:
             self.handle.close()
             os.chmod(self.tmp, 0o666 & ~_umask())
@@ -148,8 +162,16 @@ class AtomicFile:
     def abort(self) -> None:
         if not self.handle.closed:
             self.handle.close()
-        if os.path.exists(self.tmp):
+        if self.tmp is not None and os.path.exists(self.tmp):
             os.unlink(self.tmp)
+
+
+def _is_special(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _umask() -> int:
