@@ -183,7 +183,7 @@ def _tokenize_stream(tok, path: str, fmt: str, output: str | None, allowed, disa
 
 def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: int, dtype_name: str, index_path, eot, bot,
                       text_field: str, split_lines: bool, allowed, disallowed, jobs: int, progress) -> tuple[int, int, int]:
-    """Many inputs as documents into a dataset writer: returns (bytes read, documents, ids)."""
+    """Many inputs as documents into a dataset writer: returns (bytes of text read, documents, ids)."""
     from ..pipeline.datasets import DTYPES, INDEX_NAME, AtomicFile, DatasetWriter, IdWriter, ShardWriter, choose_dtype
     from ..pipeline.documents import tokenize_documents
     from ..pipeline.inputs import iter_documents
@@ -211,22 +211,21 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
         sink = FormattedIdSink(tok, target.handle if target is not None else sys.stdout.buffer, fmt)
     index = IdWriter(DTYPES["uint64"], "npy", path=index_path) if index_path else None
     writer = DatasetWriter(sink, bot=bot_id, eot=eot_id, index=index)
-    done_before = 0
-    read_now = 0
+    done_before = [0, 0]  # bytes of the finished files: as stored, after decompression
+    read_now = [0, 0]  # the same for the file being read
 
-    def on_read(count: int) -> None:
-        nonlocal read_now
-        read_now = count
+    def on_read(stored: int, content: int) -> None:
+        read_now[:] = stored, content
 
     def on_batch(documents: int, ids: int) -> None:  # input read ahead of the encoder by at most one batch
-        progress.update(done_before + read_now, documents, ids)
+        progress.update(done_before[0] + read_now[0], documents, ids)
 
     def documents():
-        nonlocal done_before, read_now
         for source in sources:
             yield from iter_documents(source, model.is_byte_level, text_field, split_lines, on_read)
-            done_before += read_now
-            read_now = 0
+            done_before[0] += read_now[0]
+            done_before[1] += read_now[1]
+            read_now[:] = 0, 0
 
     try:
         tokenize_documents(tok, documents(), writer, jobs, allowed, disallowed, on_batch)
@@ -241,7 +240,7 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
         if created is not None and not os.listdir(created):
             os.rmdir(created)
         raise
-    return done_before, writer.documents, writer.ids
+    return done_before[1], writer.documents, writer.ids
 
 
 def resolve_token(model, value: str, option: str) -> int:

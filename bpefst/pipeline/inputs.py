@@ -99,7 +99,13 @@ class InputStream(io.BufferedReader):
 
     @property
     def compressed_read(self) -> int:
+        """Bytes of the input as stored (compressed) read so far."""
         return self._counter.count
+
+    @property
+    def decompressed_read(self) -> int:
+        """Bytes of content (after decompression) read so far, including what is buffered."""
+        return self.raw.count
 
     def close(self) -> None:
         try:
@@ -114,6 +120,7 @@ class _Decompressed(io.RawIOBase):
 
     def __init__(self, stream: BinaryIO, name: str, compression: str):
         self._stream, self._name, self._compression = stream, name, compression
+        self.count = 0
 
     def readable(self) -> bool:
         return True
@@ -125,6 +132,7 @@ class _Decompressed(io.RawIOBase):
             raise BpefstError(f"{self._name}: corrupt or truncated {self._compression} data ({exc})") from None
         n = len(data)
         buffer[:n] = data
+        self.count += n
         return n
 
 
@@ -284,15 +292,16 @@ def iter_documents(source: InputFile, byte_level: bool, text_field: str = "text"
                    on_read: Callable[[int], None] | None = None) -> Iterator[Document]:
     """The documents of one input, in order; each is an iterator of text pieces (see the module docstring).
 
-    ``on_read(n)`` is called with the number of input bytes (as stored, i.e.
-    compressed) consumed so far in this file, for progress displays.  A
-    document must be consumed before the next one is requested.
+    ``on_read(stored, content)`` is called with the number of bytes of this
+    file consumed so far, as stored (compressed) and after decompression, for
+    progress displays and statistics.  A document must be consumed before the
+    next one is requested.
     """
     if source.kind == "parquet":
         yield from _parquet_documents(source, text_field, byte_level, on_read)
         return
     with open_input(source.path) as stream:
-        report = (lambda: on_read(stream.compressed_read)) if on_read else (lambda: None)
+        report = (lambda: on_read(stream.compressed_read, stream.decompressed_read)) if on_read else (lambda: None)
         if source.kind == "jsonl":
             yield from _jsonl_documents(stream, source.name, text_field, report)
         elif split_lines:
@@ -376,7 +385,8 @@ def _parquet_documents(source: InputFile, field: str, byte_level: bool,
                 value = _decode(value, f"{source.name}: row group {group} row {row}", byte_level)
             yield iter((value,))
         if on_read is not None and source.size is not None:
-            on_read(source.size * (group + 1) // groups)
+            share = source.size * (group + 1) // groups
+            on_read(share, share)
 
 
 def _utf8_decoder(name: str, byte_level: bool) -> Callable[[bytes, bool], str]:
