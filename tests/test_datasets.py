@@ -456,3 +456,20 @@ def test_progress_bar_on_a_terminal_and_silence_otherwise(tmp_path) -> None:
     assert re.search(r"MB/s\s+(\d:\d\d:\d\d|-:--:--)", screen), screen  # the rate, then the time left
     quiet = subprocess.run([script, "-qc", command + " --quiet", "/dev/null"], capture_output=True, timeout=120)
     assert "tokenizing" not in quiet.stdout.decode("utf-8", "replace")
+
+
+def test_split_lines_bot_and_stdin_among_inputs(tmp_path) -> None:
+    """``--split-lines``: one document per non-empty line (\\n, \\r\\n, \\r); ``--bot`` before each; ``-`` in order."""
+    data = require_shared()
+    gpt2 = str(data / "gpt2" / "vocab.json")
+    lines = ["first line ✓", "", "  second, indented", "third\r", "fourth"]
+    first = tmp_path / "a.txt"
+    first.write_bytes("\n".join(lines).encode() + b"\r\nlast one\n\n")
+    stdin_text = "from stdin\nand more"
+    result = run("tokenize", gpt2, str(first), "-", "--split-lines", "--bot", "50256", "--eot", "0", "--format", "jsonl",
+                 stdin=stdin_text.encode())
+    _ok(result)
+    documents = ["first line ✓", "  second, indented", "third", "fourth", "last one", "from stdin", "and more"]
+    oracle = hf_gpt2_oracle()
+    assert [json.loads(line) for line in result.stdout.decode().splitlines()] == [
+        [50256, *oracle.encode(d).ids, 0] for d in documents]

@@ -24,6 +24,7 @@ from .progress import byte_progress
 
 FORMAT_CHOICES = ("ids", "jsonl", "tokens", "msgpack", "bin", "npy")
 BINARY_FORMATS = ("bin", "npy")
+DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb shard size
 
 
 @click.command()
@@ -38,8 +39,8 @@ BINARY_FORMATS = ("bin", "npy")
 @click.option("--output", "-o", type=click.Path(), help="Write the ids to this file (atomically) instead of stdout.")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Write shards of at most --shard-size ids (bin or npy) and manifest.json + index.npy into this directory.")
-@click.option("--shard-size", type=click.IntRange(1, None), default=100_000_000, show_default=True,
-              help="Ids per shard with --output-dir.")
+@click.option("--shard-size", type=click.IntRange(1, None), default=None,
+              help="Ids per shard with --output-dir.  [default: 100000000]")
 @click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True,
               help="bin/npy id type; auto: uint16 when every id of the tokenizer fits, else uint32.")
 @click.option("--index", "index_path", type=click.Path(),
@@ -64,7 +65,7 @@ BINARY_FORMATS = ("bin", "npy")
 @click.option("--stats", is_flag=True, help="Print a summary (documents, ids, MB/s) on stderr at the end.")
 @user_errors
 def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, specials: tuple[str, ...], fmt: str | None,
-             output: str | None, output_dir: str | None, shard_size: int, dtype: str, index_path: str | None,
+             output: str | None, output_dir: str | None, shard_size: int | None, dtype: str, index_path: str | None,
              eot: str | None, bot: str | None, input_kind: str, text_field: str, split_lines: bool, jobs: int,
              allowed_special: str, disallowed_special: str | None, cache_size: int | None, max_states: int | None,
              quiet: bool, stats: bool) -> None:
@@ -92,6 +93,10 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
     began = time.perf_counter()
     if fmt is None:
         fmt = "bin" if output_dir else "ids"
+    if shard_size is not None and not output_dir:
+        raise BpefstError("--shard-size applies to --output-dir")
+    if dtype != "auto" and fmt not in BINARY_FORMATS:
+        raise BpefstError(f"--dtype applies to --format bin or npy, not {fmt}")
     sources = expand_inputs(inputs, input_kind)
     _check_destinations(fmt, output, output_dir, index_path, sources)
     kwargs = {}
@@ -202,7 +207,7 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
             os.makedirs(output_dir, exist_ok=True)
         except OSError as exc:
             raise BpefstError(f"cannot create {output_dir}: {exc.strerror or exc}") from None
-        sink = ShardWriter(output_dir, dtype, shard_size, fmt)
+        sink = ShardWriter(output_dir, dtype, shard_size or DEFAULT_SHARD_SIZE, fmt)
         index_path = os.path.join(output_dir, INDEX_NAME)
     elif binary:
         sink = IdWriter(dtype, fmt, path=output) if output else IdWriter(dtype, fmt, stream=sys.stdout.buffer)
