@@ -19,7 +19,8 @@ files) are tokenized by the command a user runs:
   concatenated text, the single-stream path that existed before datasets.
 
 Rounds are interleaved and the best wall time of each counts; the ratio
-bin / ids is printed.  Every run goes through ``/usr/bin/time -v`` for its
+bin / ids is printed, for wall time and for CPU time (user + system of the
+command, which a busy shared machine disturbs much less than wall time).  Every run goes through ``/usr/bin/time -v`` for its
 maximum resident set size (else ``resource.getrusage(RUSAGE_CHILDREN)``, an
 upper bound over all runs so far).  The ``bin`` output is compared byte for
 byte with a numpy array built from tiktoken's ids (``encode_ordinary`` of each
@@ -84,18 +85,26 @@ def tiktoken_for(name: str):
     return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={EOT: eot})
 
 
-def run_timed(args: list[str]) -> tuple[float, int | None]:
-    """Wall seconds and max RSS (KB) of one command."""
+CPU: dict[str, float] = {}  # label -> best CPU seconds (user + system) of the command, robust to a busy machine
+
+
+def run_timed(args: list[str], label: str | None = None) -> tuple[float, int | None]:
+    """Wall seconds and max RSS (KB) of one command; its CPU seconds go to ``CPU[label]`` (best so far)."""
     timer = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run([*timer, *args], capture_output=True)
     seconds = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"failed: {shlex.join(args)}\n{done.stderr.decode()[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if label is not None:
+        CPU[label] = min(CPU.get(label, cpu), cpu)
     if timer:
         found = re.search(rb"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
         return seconds, int(found.group(1)) if found else None
-    return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, after.ru_maxrss
 
 
 def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
@@ -117,7 +126,7 @@ def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
     rss: dict[str, int] = {}
     for _ in range(rounds):
         for label, command in commands.items():
-            seconds, kb = run_timed(command)
+            seconds, kb = run_timed(command, f"{name} {label}")
             best[label] = min(best.get(label, seconds), seconds)
             rss[label] = max(rss.get(label, 0), kb or 0)
     (work / "empty.txt").write_bytes(b"")
@@ -133,7 +142,10 @@ def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
         net = max(seconds - load_seconds, 1e-9)
         print(f"  {label:<11} {seconds:6.2f} s  {size / seconds / 1e6:6.2f} MB/s  ({size / net / 1e6:6.2f} MB/s without load)  "
               f"max RSS {rss[label] / 1024:6.1f} MB")
-    print(f"  bin / ids time ratio: {best['bin'] / best['ids']:.3f}   bin / ids-stream: {best['bin'] / best['ids-stream']:.3f}")
+    cpu = {label: CPU[f"{name} {label}"] for label in commands}
+    print("  CPU seconds (user + system, best): " + ", ".join(f"{label} {cpu[label]:.2f}" for label in commands))
+    print(f"  bin / ids: wall {best['bin'] / best['ids']:.3f}, CPU {cpu['bin'] / cpu['ids']:.3f};   "
+          f"bin / ids-stream: wall {best['bin'] / best['ids-stream']:.3f}, CPU {cpu['bin'] / cpu['ids-stream']:.3f}")
     print(f"  bin byte-identical to numpy array of tiktoken ids: {identical}")
     assert list(map(int, (work / "out.ids").read_text().split())) == reference.tolist(), "ids output differs"
 

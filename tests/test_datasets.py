@@ -316,7 +316,7 @@ def test_npy_header_is_what_numpy_reads(tmp_path) -> None:
             header = npy_header(DTYPES[name], length)
             assert len(header) % 64 == 0 and len(header) == len(npy_header(DTYPES[name], 0))
             buffer = io.BytesIO(header)
-            version = np.lib.format.read_magic(buffer)
+            assert np.lib.format.read_magic(buffer) == (1, 0)
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(buffer)
             assert (shape, fortran, dtype) == ((length,), False, np.dtype(name))
     path = tmp_path / "ids.npy"
