@@ -473,3 +473,16 @@ def test_split_lines_bot_and_stdin_among_inputs(tmp_path) -> None:
     oracle = hf_gpt2_oracle()
     assert [json.loads(line) for line in result.stdout.decode().splitlines()] == [
         [50256, *oracle.encode(d).ids, 0] for d in documents]
+
+
+def test_a_fifo_and_process_substitution_are_read_once(tmp_path) -> None:
+    """A named pipe among the inputs is opened once (its writer sees no early close) and not sniffed for Parquet."""
+    data = require_shared()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    text = "streamed through a pipe, compressed"
+    writer = subprocess.Popen([sys.executable, "-c", f"import gzip; open({str(fifo)!r}, 'wb').write(gzip.compress({text!r}.encode()))"])
+    result = run("tokenize", str(data / "gpt2" / "vocab.json"), str(fifo), "--eot", "50256", "--format", "jsonl")
+    assert writer.wait(timeout=60) == 0
+    _ok(result)
+    assert json.loads(result.stdout) == hf_gpt2_oracle().encode(text).ids + [50256]

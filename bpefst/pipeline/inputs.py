@@ -36,6 +36,7 @@ import io
 import json
 import lzma
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
@@ -241,7 +242,8 @@ def expand_inputs(arguments: list[str] | tuple[str, ...], kind: str = "auto") ->
             if not paths:
                 raise BpefstError(f"no file matches {argument}")
         for path in paths:
-            files.append(InputFile(path, _checked_size(path), _kind_of(path) if kind == "auto" else kind))
+            size = _checked_size(path)
+            files.append(InputFile(path, size, _kind_of(path, sniff=size is not None) if kind == "auto" else kind))
     return files
 
 
@@ -253,24 +255,32 @@ def _walk(directory: str) -> list[str]:
     return found
 
 
-def _checked_size(path: str) -> int:
+def _checked_size(path: str) -> int | None:
+    """The size of a regular file, checked readable; None for a FIFO or device (not opened here: opening a
+    FIFO twice would let its writer see a closed pipe, and its size says nothing)."""
     try:
-        with open(path, "rb") as handle:
-            return os.fstat(handle.fileno()).st_size
-    except IsADirectoryError:
-        raise BpefstError(f"{path} is a directory, not a file") from None
+        status = os.stat(path)
+        if stat.S_ISDIR(status.st_mode):
+            raise BpefstError(f"{path} is a directory, not a file")
+        if not stat.S_ISREG(status.st_mode):
+            if not os.access(path, os.R_OK):
+                raise PermissionError(13, "Permission denied")
+            return None
+        with open(path, "rb"):
+            return status.st_size
     except OSError as exc:
         raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _kind_of(path: str) -> str:
-    """The document kind a file name suggests (after any compression suffix); Parquet also by its magic."""
+def _kind_of(path: str, sniff: bool) -> str:
+    """The document kind a file name suggests (after any compression suffix); Parquet also by its magic
+    when ``sniff`` (a regular file: reading a pipe's first bytes would consume them)."""
     name = path.lower()
     for suffix in _COMPRESSION_SUFFIXES:
         name = name.removesuffix(suffix)
     if name.endswith((".jsonl", ".ndjson", ".json")):
         return "jsonl"
-    if name.endswith(".parquet") or _starts_with(path, PARQUET_MAGIC):
+    if name.endswith(".parquet") or (sniff and _starts_with(path, PARQUET_MAGIC)):
         return "parquet"
     return "text"
 
