@@ -85,6 +85,7 @@ def tiktoken_for(name: str):
     return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={EOT: eot})
 
 
+CACHE: list[str] = []  # ["--cache-size", N] when given
 CPU: dict[str, float] = {}  # label -> best CPU seconds (user + system) of the command, robust to a busy machine
 
 
@@ -116,7 +117,7 @@ def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
                    capture_output=True)
     files = [str(work / f"{c}.txt") for c in CORPORA]
     size = sum(os.path.getsize(f) for f in files)
-    bpefst = [sys.executable, "-m", "bpefst", "tokenize", str(tok)]
+    bpefst = [sys.executable, "-m", "bpefst", "tokenize", str(tok), *CACHE]
     commands = {
         "bin": [*bpefst, *files, "--eot", EOT, "--format", "bin", "-o", str(work / "out.bin")],
         "ids": [*bpefst, *files, "--eot", EOT, "--format", "ids", "-o", str(work / "out.ids")],
@@ -165,7 +166,7 @@ def bench_big(name: str, work: Path, texts: dict[str, str], megabytes: int) -> N
         for _ in range(repeats):
             handle.write(encoded_unit)
     size = os.path.getsize(big)
-    seconds, kb = run_timed([sys.executable, "-m", "bpefst", "tokenize", str(tok), str(big), "--format", "bin",
+    seconds, kb = run_timed([sys.executable, "-m", "bpefst", "tokenize", str(tok), *CACHE, str(big), "--format", "bin",
                              "-o", str(work / "big.bin")])
     unit_ids = np.asarray(tiktoken_for(name).encode_ordinary(unit), dtype=dtype)
     written = np.fromfile(work / "big.bin", dtype=dtype)
@@ -202,7 +203,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--big-mb", type=int, default=0, help="Also tokenize this many MB of the corpora concatenated (one document).")
     parser.add_argument("--progress", action="store_true", help="Record the progress bar on a pseudo-terminal.")
+    parser.add_argument("--cache-size", type=int, help="Pass --cache-size to every bpefst run (the chunk cache bounds memory).")
     options = parser.parse_args()
+    if options.cache_size:
+        CACHE.extend(["--cache-size", str(options.cache_size)])
     names = list(TOKENIZERS) if options.tokenizer == "all" else [options.tokenizer]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -57,9 +57,12 @@ def segments(documents: Iterable[Document], rule: str | None, size: int = SEGMEN
         for piece in document:
             buffer = buffer + piece if buffer else piece
             while len(buffer) > size:
-                cut = safe_cut(buffer, rule, max(scanned, size // 2, 1), len(buffer))
+                # the last cut in [size/2, size], else the first one after size
+                cut = safe_cut(buffer, rule, size // 2, size) if not scanned else None
                 if cut is None:
-                    scanned = max(len(buffer) - 1, 0)
+                    cut = safe_cut(buffer, rule, max(scanned, size), len(buffer), forward=True)
+                if cut is None:
+                    scanned = max(len(buffer) - 1, size)
                     break
                 yield Segment(buffer[:cut], first, False)
                 buffer, first, scanned = buffer[cut:], False, 0
