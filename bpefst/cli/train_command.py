@@ -137,18 +137,19 @@ class RichProgress(TrainingProgress):
         self._task = None
         self._last = 0.0
 
-    def _start(self, description: str, total: int | None, counter) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    def _start(self, description: str, total: int | None, *counters) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.close()
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), counter, TimeElapsedColumn(), console=self._console)
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), *counters, TimeElapsedColumn(),
+                                  TimeRemainingColumn(), console=self._console)
         self._progress.start()
         self._task = self._progress.add_task(description, total=total)
 
     def counting_started(self, total_bytes):
-        from rich.progress import DownloadColumn
+        from rich.progress import DownloadColumn, TransferSpeedColumn
 
-        self._start("counting", total_bytes, DownloadColumn())
+        self._start("counting", total_bytes, DownloadColumn(), TransferSpeedColumn())
 
     def bytes_counted(self, nbytes):
         self._progress.advance(self._task, nbytes)
