@@ -188,7 +188,7 @@ def _check_settings(
     if min_frequency < 0:
         raise BpefstError(f"the minimum frequency must not be negative, not {min_frequency}")
     if suffix is not None and alphabet != "chars":
-        raise BpefstError("an end-of-word suffix needs character-level training (--alphabet chars; alphabet="chars" in Python)")
+        raise BpefstError("an end-of-word suffix needs character-level training (--alphabet chars; alphabet='chars' in Python)")
     if suffix == "":
         raise BpefstError("the end-of-word suffix is empty")
     specials: list[str] = []
