@@ -1,0 +1,129 @@
+"""The mask API of GuidedAutomaton (fill_next_token_bitmask, allowed_token_ids, stop ids) and the
+bitmask helpers, against allowed() (the automaton's own rows) and numpy's unpackbits as oracles."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bpefst.automata import DFA
+from bpefst.decoding import allocate_token_bitmask, apply_token_bitmask
+from bpefst.errors import BpefstError
+from bpefst.promotion import GuidedAutomaton, guide, promote
+from bpefst.regex import alphabet_for, compile_regex
+from bpefst.tokenizer import PRESETS
+from conftest import require_shared
+from small_models import random_byte_model
+
+numpy = pytest.importorskip("numpy")
+
+
+def unpacked(row) -> set[int]:
+    """The ids whose bit is set in one packed int32 row (numpy's own bit unpacking, little-endian)."""
+    bits = numpy.unpackbits(numpy.asarray(row, dtype=numpy.int32).view(numpy.uint8), bitorder="little")
+    return set(numpy.flatnonzero(bits).tolist())
+
+
+def expected(guided: GuidedAutomaton, state: int) -> set[int]:
+    return set(guided.allowed(state)) | (set(guided.stop_ids) if guided.is_accepting(state) else set())
+
+
+def check_state(guided: GuidedAutomaton, state: int, vocab: int, backends) -> None:
+    want = expected(guided, state)
+    assert guided.allowed_token_ids(state) == sorted(want)
+    for backend in backends:
+        bitmask = allocate_token_bitmask(3, vocab, backend)
+        bitmask.fill(-1) if backend == "numpy" else bitmask.fill_(-1)  # stale content must be overwritten
+        guided.fill_next_token_bitmask(state, bitmask, index=1)
+        row = bitmask[1] if backend == "numpy" else bitmask[1].numpy()
+        assert unpacked(row) == want
+        assert unpacked(bitmask[0] if backend == "numpy" else bitmask[0].numpy()) == set(range(32 * bitmask.shape[1]))
+
+
+def backends():
+    found = ["numpy"]
+    try:
+        import torch  # noqa: F401
+        found.append("torch")
+    except ImportError:
+        pass
+    return found
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_small_models_every_state(seed):
+    model = random_byte_model(seed, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
+    stop = model.max_id + 1
+    pattern = compile_regex(r"(ab|b1)+( a{1,3})?", alphabet_for(model))
+    for kind in ("dfa", "on-demand"):
+        on_demand = kind == "on-demand"
+        result = promote(pattern, model, "canonical", pretokenize=True, on_demand=on_demand).dfa
+        guided = GuidedAutomaton(result, stop_ids=[stop])
+        if on_demand:
+            result.explore()
+        states = range(result.num_states) if on_demand else range(len(result.transitions))
+        for state in states:
+            check_state(guided, state, stop + 1, backends())
+        accepting = [q for q in states if guided.is_accepting(q)]
+        assert accepting and all(stop in guided.allowed_token_ids(q) for q in accepting)
+        assert all(stop not in guided.allowed_token_ids(q) for q in states if q not in accepting)
+
+
+def test_gpt2_json_schema_random_walks(shared_data):
+    from bpefst.tokenizer import load_tokenizer
+
+    model = load_tokenizer(shared_data / "gpt2" / "vocab.json")
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "ok": {"type": "boolean"}}, "required": ["name"]}
+    guided = guide(model, json_schema=schema)
+    assert guided.stop_ids == {50256}
+    rng = random.Random(0)
+    for _ in range(6):
+        state = guided.start
+        for _ in range(12):
+            check_state(guided, state, 50257, backends())
+            row = guided.allowed(state)
+            if not row:
+                break
+            state = guided.step(state, rng.choice(row))
+
+
+def test_bitmask_too_small_and_apply():
+    dfa = DFA([{3: 1, 40: 1}, {}], 0, {1})
+    guided = GuidedAutomaton(dfa, stop_ids=7)
+    with pytest.raises(BpefstError, match="holds 32 token ids"):
+        guided.fill_next_token_bitmask(0, allocate_token_bitmask(1, 32))
+    rng = numpy.random.default_rng(0)
+    for backend in backends():
+        bitmask = allocate_token_bitmask(2, 45, backend)
+        guided.fill_next_token_bitmask(0, bitmask, 0)
+        guided.fill_next_token_bitmask(1, bitmask, 1)
+        logits = rng.standard_normal((2, 50)).astype(numpy.float32)
+        if backend == "torch":
+            import torch
+            tensor = torch.from_numpy(logits.copy())
+            apply_token_bitmask(tensor, bitmask)
+            out = tensor.numpy()
+        else:
+            out = logits.copy()
+            apply_token_bitmask(out, bitmask)
+        assert set(numpy.flatnonzero(numpy.isfinite(out[0]))) == {3, 40}
+        assert set(numpy.flatnonzero(numpy.isfinite(out[1]))) == {7}  # accepting: the stop id only
+        assert (out[numpy.isfinite(out)] == logits[numpy.isfinite(out)]).all()
+        # a subset of rows
+        out2 = logits.copy()
+        apply_token_bitmask(out2, bitmask if backend == "numpy" else bitmask.numpy(), rows=[1])
+        assert (out2[0] == logits[0]).all() and set(numpy.flatnonzero(numpy.isfinite(out2[1]))) == {7}
+
+
+def test_guide_cache_and_arguments(shared_data):
+    from bpefst.tokenizer import load_tokenizer
+
+    model = load_tokenizer(shared_data / "gpt2" / "vocab.json")
+    first = guide(model, regex=r"(yes|no)")
+    assert guide(model, regex=r"(yes|no)") is first
+    assert guide(model, regex=r"(yes|no)", stop_ids=[1]) is not first
+    with pytest.raises(BpefstError, match="exactly one"):
+        guide(model)
+    with pytest.raises(BpefstError, match="mode"):
+        guide(model, regex="a", mode="maxmatch")
