@@ -47,6 +47,7 @@ class GuidedAutomaton:
         self._shared = not isinstance(automaton, DFA)  # shared rows, or states expanded on demand
         self._masks: dict[int, int] = {}
         self._next: dict[int, int] = {}  # allowed_mask plus the stop ids where accepting
+        self._packed: dict[tuple, object] = {}  # (state, words, array type) -> the packed int32 row
         self.stop_ids = frozenset([stop_ids] if isinstance(stop_ids, int) else stop_ids)
         self.stop_mask = token_mask(self.stop_ids)
         self.forced: dict[int, list[int]] = {} if self._shared else self._forced_chains()
@@ -103,23 +104,34 @@ class GuidedAutomaton:
         ``bitmask`` has shape ``(words,)`` or ``(batch, words)`` with
         ``words * 32`` at least the vocabulary; bit ``t % 32`` of word ``t // 32``
         is set iff token ``t`` may come next (:func:`bpefst.decoding.allocate_token_bitmask`
-        makes one, :func:`bpefst.decoding.apply_token_bitmask` applies it).
+        makes one, :func:`bpefst.decoding.apply_token_bitmask` applies it).  A
+        state's packed row is made once (``int.to_bytes`` of its bitset) and
+        kept, so a state met again costs one array copy.
         """
-        row = bitmask[index] if len(bitmask.shape) == 2 else bitmask
-        words = row.shape[0]
+        shape = bitmask.shape
+        key = (state, shape[-1], type(bitmask))
+        packed = self._packed.get(key)
+        if packed is None:
+            packed = self._packed[key] = self._pack(state, bitmask)
+        if len(shape) == 2:
+            bitmask[index] = packed
+        else:
+            bitmask[:] = packed
+
+    def _pack(self, state: int, bitmask):
+        words = bitmask.shape[-1]
         mask = self.next_token_mask(state)
         if mask.bit_length() > 32 * words:
             raise BpefstError(f"the bitmask holds {32 * words:,} token ids, but token {mask.bit_length() - 1:,} may come next; "
                               "size it for the whole vocabulary")
         data = mask.to_bytes(4 * words, "little")
-        if type(row).__module__.startswith("torch"):
+        if type(bitmask).__module__.startswith("torch"):
             import torch
 
-            row.copy_(torch.frombuffer(bytearray(data), dtype=torch.int32))
-        else:
-            import numpy
+            return torch.frombuffer(bytearray(data), dtype=torch.int32).to(bitmask.device)
+        import numpy
 
-            row[:] = numpy.frombuffer(data, dtype="<i4")
+        return numpy.frombuffer(data, dtype="<i4")
 
     def is_accepting(self, state: int) -> bool:
         return state in self.automaton.finals
