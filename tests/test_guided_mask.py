@@ -127,3 +127,19 @@ def test_guide_cache_and_arguments(shared_data):
         guide(model)
     with pytest.raises(BpefstError, match="mode"):
         guide(model, regex="a", mode="maxmatch")
+
+
+def test_framework_free_loop_example(shared_data):
+    """The loop in bpefst.decoding's docstring runs, and produces GPT-2's own encoding of a full match."""
+    import textwrap
+
+    import bpefst.decoding
+    from conftest import hf_gpt2_oracle
+
+    code = textwrap.dedent(bpefst.decoding.__doc__.split("::", 1)[1]).replace("../shared/data", str(shared_data))
+    scope: dict = {}
+    exec(compile(code, "bpefst.decoding example", "exec"), scope)
+    ids = scope["out"]
+    text = b"".join(scope["model"].token_bytes(t) for t in ids).decode()
+    assert text in ("yes", "no", "maybe")
+    assert ids == hf_gpt2_oracle().encode(text).ids
