@@ -374,3 +374,48 @@ def test_cli_bad_schema_files(tmp_path, byte_tok):
     assert_user_error(run("promote", str(byte_tok), "--json-schema", str(path)), "not JSON")
     assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--whitespace", "1"), "--whitespace applies to --json-schema")
     assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--json-schema", str(path)), "exactly one of")
+
+
+# -- ranges against brute force ------------------------------------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+BOUND = st.one_of(st.none(), st.integers(-1200, 1200))
+
+
+@settings(max_examples=60, deadline=None)
+@given(low=BOUND, high=BOUND, low_open=st.booleans(), high_open=st.booleans())
+def test_integer_bounds_brute_force(low, high, low_open, high_open):
+    schema = {"type": "integer"}
+    if low is not None:
+        schema["exclusiveMinimum" if low_open else "minimum"] = low
+    if high is not None:
+        schema["exclusiveMaximum" if high_open else "maximum"] = high
+    check = validator(schema)
+    try:
+        pattern = regex.compile(schema_to_regex(schema))
+    except SchemaError:
+        assert not any(check.is_valid(v) for v in range(-1500, 1500))
+        return
+    for v in range(-1500, 1500):
+        assert bool(pattern.fullmatch(str(v))) == check.is_valid(v), (schema, v)
+    assert not pattern.fullmatch("-0") and not pattern.fullmatch("01")
+
+
+@settings(max_examples=40, deadline=None)
+@given(low=st.one_of(st.none(), st.integers(-30, 30)), high=st.one_of(st.none(), st.integers(-30, 30)),
+       low_open=st.booleans(), high_open=st.booleans())
+def test_number_bounds_brute_force(low, high, low_open, high_open):
+    schema = {"type": "number"}
+    if low is not None:
+        schema["exclusiveMinimum" if low_open else "minimum"] = low
+    if high is not None:
+        schema["exclusiveMaximum" if high_open else "maximum"] = high
+    check = validator(schema)
+    texts = [f"{sign}{i}{frac}" for sign in ("", "-") for i in range(0, 40) for frac in ("", ".0", ".00", ".25", ".5", ".75", ".05")]
+    try:
+        pattern = regex.compile(schema_to_regex(schema))
+    except SchemaError:
+        assert not any(check.is_valid(json.loads(t)) for t in texts)
+        return
+    for text in texts:
+        assert bool(pattern.fullmatch(text)) == check.is_valid(json.loads(text)), (schema, text)

@@ -470,7 +470,7 @@ def _number_range(low: int | None, low_open: bool, high: int | None, high_open: 
         part = _magnitude_range(start, start_open, high, high_open)
         if part:
             parts.append(part)
-    if low is None or low < 0:
+    if low is None or low < 0 or (low == 0 and not low_open):
         # -m for magnitudes m in (max(-high, 0), -low): the bounds swap and flip
         if high is None or high > 0:
             start, start_open = 0, False  # "-0", "-0.0": zero, written as json.dumps(-0.0) does
