@@ -113,7 +113,8 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
                               f"--max-arcs") from None
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
-                          f"from Python, promote(..., minimal=False) builds it with shared rows") from None
+                          f"from Python, promote(..., minimal=False) builds it with shared rows, and bpefst.promotion.guide(...) "
+                          f"on demand for decoding") from None
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
     encoder = ReferenceEncoder(model)
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
