@@ -38,8 +38,6 @@ DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import numpy  # noqa: E402
-
 from bench_promote import PATTERNS, best_of, outlines_vocabulary  # noqa: E402
 from bpefst.decoding import allocate_token_bitmask  # noqa: E402
 from bpefst.promotion import GuidedAutomaton, promote_constraint  # noqa: E402

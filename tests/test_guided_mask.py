@@ -13,7 +13,6 @@ from bpefst.errors import BpefstError
 from bpefst.promotion import GuidedAutomaton, guide, promote
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS
-from conftest import require_shared
 from small_models import random_byte_model
 
 numpy = pytest.importorskip("numpy")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from datetime import date, timedelta
+from datetime import date
 
 import pytest
 import regex
