@@ -57,11 +57,14 @@ def default_stop_ids(model: BPEModel) -> list[int]:
 
 
 def model_parts(model: BPEModel):
-    """The spelling trie and A_BPE of ``model``, built once per tokenizer fingerprint."""
+    """The spelling trie (with its walk indexes) and A_BPE of ``model``, built once per tokenizer fingerprint."""
     parts = _parts.get(model.fingerprint)
     if parts is None:
         trie = SpellingTrie.from_model(model)
-        parts = _parts[model.fingerprint] = (trie, build_canonical(MergeForest.from_model(model)))
+        trie.steps(), trie.chains(), trie.subtrees()  # what every walk reads: built now, since the trie is kept
+        automaton = build_canonical(MergeForest.from_model(model))
+        automaton.banned_mask(0)  # and the index of one token's banned set the on-demand steps use
+        parts = _parts[model.fingerprint] = (trie, automaton)
     return parts
 
 
