@@ -142,3 +142,63 @@ def test_framework_free_loop_example(shared_data):
     text = b"".join(scope["model"].token_bytes(t) for t in ids).decode()
     assert text in ("yes", "no", "maybe")
     assert ids == hf_gpt2_oracle().encode(text).ids
+
+
+# -- the on-disk cache ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(3))
+def test_cache_round_trip_small_models(tmp_path, seed):
+    """An automaton read back from the cache expands to exactly the automaton built fresh."""
+    from bpefst.bpe import MergeForest, build_canonical
+    from bpefst.promotion import guide_cache
+
+    model = random_byte_model(seed, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
+    regex_text = r"(ab|b1)+( a{1,3})?"
+    fresh = promote(compile_regex(regex_text, alphabet_for(model)), model, "canonical", pretokenize=True, on_demand=True).dfa
+    path = guide_cache.cache_path(tmp_path, model.fingerprint, regex_text)
+    guide_cache.save(path, fresh, model.fingerprint, regex_text)
+    automaton = build_canonical(MergeForest.from_model(model))
+    loaded = guide_cache.load(path, automaton, model.fingerprint, regex_text)
+    assert loaded is not None
+    a, b = fresh.to_dfa(), loaded.to_dfa()
+    assert (a.transitions, a.start, a.finals) == (b.transitions, b.start, b.finals)
+    # another pattern or tokenizer, or a damaged file, is a miss
+    assert guide_cache.load(path, automaton, model.fingerprint, regex_text + "?") is None
+    assert guide_cache.load(path, automaton, "0" * 64, regex_text) is None
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 1
+    path.write_bytes(bytes(data))
+    assert guide_cache.load(path, automaton, model.fingerprint, regex_text) is None
+    path.write_bytes(b"")
+    assert guide_cache.load(path, automaton, model.fingerprint, regex_text) is None
+
+
+def test_guide_cache_dir_gpt2(shared_data, tmp_path, monkeypatch):
+    """guide(cache_dir=...) writes the set-up once; the next process reads it instead of promoting, same masks."""
+    from bpefst.promotion import constraints, guide_cache
+    from bpefst.tokenizer import load_tokenizer
+
+    model = load_tokenizer(shared_data / "gpt2" / "vocab.json")
+    schema = {"type": "object", "properties": {"mail": {"type": "string", "format": "email"}, "n": {"type": "integer"}}}
+    built = guide(model, json_schema=schema, cache_dir=tmp_path)
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and files[0].suffix == ".guide"
+
+    def no_promotion(*args, **kwargs):
+        raise AssertionError("promoted again instead of reading the cache")
+
+    monkeypatch.setattr(constraints, "promote", no_promotion)
+    monkeypatch.setattr(constraints, "_guides", type(constraints._guides)())  # a new process: nothing in memory
+    read = guide(model, json_schema=schema, cache_dir=tmp_path)
+    assert read is not built and isinstance(read.automaton, guide_cache.OnDemandCanonical)
+    rng = random.Random(3)
+    for _ in range(8):
+        a = b = built.start
+        assert a == b
+        for _ in range(15):
+            assert read.allowed_token_ids(b) == built.allowed_token_ids(a)
+            assert read.is_accepting(b) == built.is_accepting(a)
+            row = built.allowed(a)
+            if not row:
+                break
+            token = rng.choice(row)
+            a, b = built.step(a, token), read.step(b, token)

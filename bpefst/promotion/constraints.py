@@ -13,7 +13,9 @@ a schema) is compiled over the tokenizer's base alphabet and promoted:
 Everything built is kept for the next request: per tokenizer (by
 fingerprint) the spelling trie and A_BPE, per (tokenizer, pattern, mode) the
 guided automaton itself, with the states and masks earlier decodes expanded.
-Its states never change once built, so requests can share it.
+Its states never change once built, so requests can share it.  With
+``cache_dir``, the canonical automaton's set-up (the lattice walk and liveness
+solve) is also kept on disk for the next process (:mod:`.guide_cache`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..errors import BpefstError
 from ..regex import alphabet_for, compile_regex
 from ..regex.json_schema import schema_to_regex
 from ..tokenizer import BPEModel
+from . import guide_cache
 from .agnostic import SpellingTrie
 from .guided import GuidedAutomaton
 from .promote import promote
@@ -69,24 +72,39 @@ def model_parts(model: BPEModel):
 
 
 def promote_constraint(model: BPEModel, pattern: str, mode: str = "canonical", max_states: int | None = MAX_STATES,
-                       max_arcs: int | None = MAX_ARCS):
-    """The promoted automaton of ``pattern`` (what :class:`GuidedAutomaton` takes)."""
+                       max_arcs: int | None = MAX_ARCS, cache_dir=None):
+    """The promoted automaton of ``pattern`` (what :class:`GuidedAutomaton` takes).
+
+    ``cache_dir`` (canonical mode): read the set-up from there when an earlier
+    run wrote it, else build it and write it there.
+    """
     if mode not in GUIDE_MODES:
         raise BpefstError(f"unknown decoding mode {mode!r} (expected one of {', '.join(GUIDE_MODES)})")
-    dfa = compile_regex(pattern, alphabet_for(model), max_states=max_states)
     trie, automaton = model_parts(model)
+    cached = None
+    if cache_dir is not None and mode == "canonical":
+        cached = guide_cache.cache_path(cache_dir, model.fingerprint, pattern)
+        found = guide_cache.load(cached, automaton, model.fingerprint, pattern, max_states)
+        if found is not None:
+            return found
+    dfa = compile_regex(pattern, alphabet_for(model), max_states=max_states)
     if mode == "agnostic":
         return promote(dfa, model, "agnostic", trie=trie, max_states=max_states, minimal=False, max_arcs=max_arcs).dfa
-    return promote(dfa, model, "canonical", automaton=automaton, trie=trie, max_states=max_states,
+    lazy = promote(dfa, model, "canonical", automaton=automaton, trie=trie, max_states=max_states,
                    pretokenize=model.pattern is not None, on_demand=True, max_arcs=max_arcs).dfa
+    if cached is not None:
+        guide_cache.save(cached, lazy, model.fingerprint, pattern)
+    return lazy
 
 
 def guide(model: BPEModel, regex: str | None = None, *, json_schema=None, whitespace: int = 0, mode: str = "canonical",
-          stop_ids=None, max_states: int | None = MAX_STATES, max_arcs: int | None = MAX_ARCS) -> GuidedAutomaton:
+          stop_ids=None, max_states: int | None = MAX_STATES, max_arcs: int | None = MAX_ARCS, cache_dir=None) -> GuidedAutomaton:
     """A :class:`GuidedAutomaton` for a regex or a JSON Schema over ``model`` (cached; module docstring).
 
     ``stop_ids``: the tokens that end generation, allowed exactly in accepting
     states; default: the model's end-of-text specials (:func:`default_stop_ids`).
+    ``cache_dir``: a directory to keep the canonical set-up in across processes
+    (:mod:`.guide_cache`).
     """
     import json
 
@@ -97,7 +115,7 @@ def guide(model: BPEModel, regex: str | None = None, *, json_schema=None, whites
     if found is not None:
         _guides.move_to_end(key)
         return found
-    guided = GuidedAutomaton(promote_constraint(model, pattern, mode, max_states, max_arcs), stop_ids=stops)
+    guided = GuidedAutomaton(promote_constraint(model, pattern, mode, max_states, max_arcs, cache_dir), stop_ids=stops)
     if guided.start is None:
         what = "schema" if json_schema is not None else "pattern"
         shown = json.dumps(json_schema)[:80] if json_schema is not None else pattern[:80]
