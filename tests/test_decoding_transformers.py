@@ -191,3 +191,31 @@ def test_processor_refuses_a_guide_without_stop_ids(setup):
 
     with pytest.raises(BpefstError, match="no stop ids"):
         AutomatonLogitsProcessor(guide(setup[0], regex="(yes|no)", stop_ids=[]))
+
+
+def test_left_padded_prompts_and_several_returns(setup):
+    """Prompts of different lengths (left-padded) and num_return_sequences: one state per row still."""
+    model, tokenizer, lms, _ = setup
+    saved = tokenizer.pad_token, tokenizer.padding_side
+    tokenizer.pad_token, tokenizer.padding_side = "<|endoftext|>", "left"
+    try:
+        prompt = tokenizer(["Q:", "A much longer question here:"], return_tensors="pt", padding=True)
+    finally:
+        tokenizer.pad_token, tokenizer.padding_side = saved
+    assert (prompt.attention_mask == 0).any()  # really padded
+    pattern = PATTERNS[0]
+    guided = guide(model, regex=pattern, stop_ids=[EOS])
+    torch.manual_seed(7)
+    with torch.no_grad():
+        out = lms[0].generate(**prompt, logits_processor=transformers.LogitsProcessorList([AutomatonLogitsProcessor(guided)]),
+                              do_sample=True, top_k=0, num_return_sequences=3, max_new_tokens=MAX_NEW_TOKENS,
+                              eos_token_id=EOS, pad_token_id=EOS)
+    assert out.shape[0] == 6
+    texts = set()
+    for row in out[:, prompt.input_ids.shape[1]:].tolist():
+        assert EOS in row
+        ids = row[:row.index(EOS)]
+        text = text_of(model, ids)
+        assert regex.fullmatch(pattern, text) and ids == hf_gpt2_oracle().encode(text).ids
+        texts.add(text)
+    assert len(texts) > 1  # sampled rows went their own ways
