@@ -224,6 +224,10 @@ def array_universe():
     {"type": "array", "items": {"type": "boolean"}, "minItems": 2},
     {"type": "array", "items": {"type": ["null", "integer"], "maximum": 1}, "minItems": 1, "maxItems": 3},
     {"type": "array", "items": {"type": "string", "maxLength": 1}, "maxItems": 0},
+    {"type": "array", "prefixItems": [{"type": "integer", "minimum": 1, "maximum": 2}, {"type": "boolean"}], "items": False},
+    {"type": "array", "prefixItems": [{"type": "null"}], "items": {"type": "integer", "minimum": 1, "maximum": 1},
+     "minItems": 1, "maxItems": 3, "uniqueItems": False},
+    {"type": "array", "prefixItems": [{"type": "string", "maxLength": 1}, {"type": "null"}], "minItems": 2, "maxItems": 2},
 ])
 def test_arrays(schema):
     texts = accepted(schema, b'[],"a12truefalsn', 16)
@@ -296,6 +300,9 @@ def test_flexible_whitespace_is_bounded():
 # -- refusals ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("schema, pointer", [
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),
+    ({"type": "array", "items": [{"type": "integer"}]}, "/items"),
+    ({"type": "array", "prefixItems": [{"type": "null"}]}, "/"),
+    ({"type": "array", "prefixItems": [{"type": "null"}], "items": False, "minItems": 2}, "/minItems"),
     ({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 2}}}, "/properties/a/multipleOf"),
     ({"type": "object", "properties": {"a/b": {"type": "string", "format": "hostname"}}}, "/properties/a~1b/format"),
     ({"type": "object", "additionalProperties": True}, "/additionalProperties"),

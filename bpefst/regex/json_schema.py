@@ -24,7 +24,8 @@ object: ``properties``, ``required``, ``additionalProperties: false``;
 string: ``minLength``, ``maxLength``, ``pattern``, ``format`` (date,
 date-time, time, email, uuid); integer and number: ``minimum``, ``maximum``,
 ``exclusiveMinimum``, ``exclusiveMaximum`` (integral bounds for numbers);
-array: ``items``, ``minItems``, ``maxItems``; ``anyOf``; ``oneOf`` when its
+array: ``prefixItems``, ``items`` (a schema, or false after ``prefixItems``),
+``minItems``, ``maxItems``, ``uniqueItems: false``; ``anyOf``; ``oneOf`` when its
 branches cannot both hold (pairwise different types or enum values), so the
 alternation is exact; ``$ref`` to ``#/$defs/...`` or ``#/definitions/...``.
 Annotations (``title``, ``description``, ``default``, ``examples``, ...) are
@@ -57,7 +58,7 @@ KEYWORDS = {
     "string": {"minLength", "maxLength", "pattern", "format"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
-    "array": {"items", "minItems", "maxItems"},
+    "array": {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"},
     "boolean": set(),
     "null": set(),
 }
@@ -275,19 +276,45 @@ class _Translator:
         return _number_range(low, low_open, high, high_open)
 
     def type_array(self, schema: dict, pointer: str, refs) -> str:
-        if "items" not in schema:
-            raise SchemaError(pointer, "an array needs items (any JSON value is not a regular language)")
-        item = self.value(schema["items"], _pointer(pointer, "items"), refs)
+        """``[`` items ``]``: the ``prefixItems`` positions first (a tuple), then ``items`` for the rest."""
         low = _natural(schema, "minItems", pointer, 0)
         high = _natural(schema, "maxItems", pointer, None)
         if high is not None and high < low:
             raise SchemaError(_pointer(pointer, "maxItems"), f"maxItems {high} < minItems {low}: nothing is valid")
+        if schema.get("uniqueItems", False) is not False:
+            raise SchemaError(_pointer(pointer, "uniqueItems"), "uniqueItems: true is not a regular constraint")
+        prefix = schema.get("prefixItems", [])
+        if not isinstance(prefix, list):
+            raise SchemaError(_pointer(pointer, "prefixItems"), "must be a list of schemas")
+        firsts = [self.value(sub, _pointer(_pointer(pointer, "prefixItems"), i), refs) for i, sub in enumerate(prefix)]
+        rest = schema.get("items")
+        if rest is None and (high is None or high > len(prefix)):
+            raise SchemaError(pointer, "an array needs items for the positions past prefixItems (or maxItems, or "
+                                       "items: false); any JSON value is not a regular language")
+        if isinstance(rest, list):
+            raise SchemaError(_pointer(pointer, "items"), "items as a list is the old tuple form; use prefixItems")
+        item = None if rest is None or rest is False else self.value(rest, _pointer(pointer, "items"), refs)
         open_, close, comma = self.punct("["), self.punct("]"), self.punct(",")
-        if high == 0:
-            return open_ + close
-        rest = _repeat(max(low - 1, 0), None if high is None else high - 1)
-        items = f"{item}(?:{comma}{item}){rest}"
-        return open_ + (items if low > 0 else f"(?:{items})?") + close
+        if not firsts:
+            if high == 0 or item is None:
+                if low > 0:
+                    raise SchemaError(_pointer(pointer, "minItems"), "no item may be present, so minItems cannot hold")
+                return open_ + close
+            tail = _repeat(max(low - 1, 0), None if high is None else high - 1)
+            items = f"{item}(?:{comma}{item}){tail}"
+            return open_ + (items if low > 0 else f"(?:{items})?") + close
+        # lengths up to the prefix's: its first n schemas; longer ones: the whole prefix, then items
+        lengths = []
+        for n in range(low, len(firsts) + 1):
+            if high is not None and n > high:
+                break
+            lengths.append(comma.join(firsts[:n]))
+        if item is not None and (high is None or high > len(firsts)):
+            more = _repeat(max(low - len(firsts), 1), None if high is None else high - len(firsts))
+            lengths.append(comma.join(firsts) + f"(?:{comma}{item}){more}")
+        if not lengths:
+            raise SchemaError(_pointer(pointer, "minItems"), "more items are required than prefixItems and items allow")
+        return open_ + (lengths[0] if len(lengths) == 1 else "(?:" + "|".join(lengths) + ")") + close
 
     def type_object(self, schema: dict, pointer: str, refs) -> str:
         properties = schema.get("properties", {})
