@@ -16,14 +16,15 @@ documents, the one a generator should produce:
 * strings may use every JSON escape except ``\\u`` escapes of surrogates (so
   that a ``\\uXXXX`` is one character, as minLength/maxLength count); a
   ``format`` generates the common spelling of its format (below);
-* numbers with bounds have no exponent (comparing an exponent with a bound is
-  not finite-state).
+* numbers with bounds have no exponent (an unbounded exponent cannot be
+  compared with a bound by a finite automaton).
 
 Supported keywords: ``type`` (one or a list), ``enum``, ``const``;
 object: ``properties``, ``required``, ``additionalProperties: false``;
 string: ``minLength``, ``maxLength``, ``pattern``, ``format`` (date,
 date-time, time, email, uuid); integer and number: ``minimum``, ``maximum``,
-``exclusiveMinimum``, ``exclusiveMaximum`` (integral bounds for numbers);
+``exclusiveMinimum``, ``exclusiveMaximum`` (decimal bounds for numbers, up to
+12 decimals);
 array: ``prefixItems``, ``items`` (a schema, or false after ``prefixItems``),
 ``minItems``, ``maxItems``, ``uniqueItems: false``; ``anyOf``; ``oneOf`` when its
 branches cannot both hold (pairwise different types or enum values), so the
@@ -44,6 +45,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 
 import regex
 
@@ -401,23 +403,28 @@ def _bounds(schema: dict, pointer: str, integer: bool) -> tuple[int | None, int 
 
 
 def _number_bounds(schema: dict, pointer: str):
-    """``(low, low_open, high, high_open)`` with integral bounds (a fractional bound is refused)."""
+    """``(low, low_open, high, high_open)`` as exact decimals, the tighter bound of each side."""
     low = high = None
     low_open = high_open = False
     for key, is_open in (("minimum", False), ("exclusiveMinimum", True), ("maximum", False), ("exclusiveMaximum", True)):
         value = _bound(schema, key, pointer)
         if value is None:
             continue
-        if value != int(value):
-            raise SchemaError(_pointer(pointer, key), f"a fractional bound ({value!r}) on a number is not supported; "
-                                                      "use an integral bound")
-        value = int(value)
+        value = Decimal(str(value))  # the bound's own digits (str of a float is its shortest repr)
+        if _decimals(value) > MAX_DECIMALS:
+            raise SchemaError(_pointer(pointer, key), f"a bound with more than {MAX_DECIMALS} decimals is not supported")
         if key.endswith("inimum"):
             if low is None or value > low or (value == low and is_open):
                 low, low_open = value, is_open
         elif high is None or value < high or (value == high and is_open):
             high, high_open = value, is_open
     return low, low_open, high, high_open
+
+
+def _decimals(value) -> int:
+    """The decimals of a bound (0 for an integer)."""
+    exponent = Decimal(value).normalize().as_tuple().exponent
+    return max(0, -exponent)
 
 
 # -- integer ranges --------------------------------------------------------------------------------
@@ -467,23 +474,62 @@ def _integer_range(low: int | None, high: int | None) -> str:
 
 
 # -- number ranges -------------------------------------------------------------------------------
-FRACTION = r"(?:\.[0-9]+)?"
-ZERO_FRACTION = r"(?:\.0+)?"
+MAX_DECIMALS = 12
 NONZERO_FRACTION = r"\.[0-9]*[1-9][0-9]*"
+ZERO_FRACTION = r"(?:\.0+)?"
 
 
-def _magnitude_range(low: int, low_open: bool, high: int | None, high_open: bool) -> str | None:
-    """Unsigned decimals ``I(.F)?`` (no exponent) whose value ``x`` has ``low <(=) x <(=) high``; None if none."""
+def _scaled(low: int, high: int | None, k: int) -> str | None:
+    """Numerals with exactly ``k`` decimals (``k = 0``: none) of the values ``M / 10**k``, ``low <= M <= high``."""
+    if high is not None and low > high:
+        return None
+    if k == 0:
+        return _natural_range(low, high)
+    unit = 10 ** k
+
+    def fraction(a: int, b: int) -> str:
+        return _digits_range(str(a).zfill(k), str(b).zfill(k))
+
+    first, first_f = divmod(low, unit)
+    if high is not None and high // unit == first:
+        return f"{_natural_range(first, first)}\\.{fraction(first_f, high % unit)}"
+    parts = [f"{_natural_range(first, first)}\\.{fraction(first_f, unit - 1)}"]
+    last = None if high is None else high // unit - 1
+    if last is None or first + 1 <= last:
+        parts.append(f"{_natural_range(first + 1, last)}\\.[0-9]{{{k}}}")
+    if high is not None:
+        parts.append(f"{_natural_range(high // unit, high // unit)}\\.{fraction(0, high % unit)}")
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _magnitude_range(low: Decimal, low_open: bool, high: Decimal | None, high_open: bool) -> str | None:
+    """Unsigned decimals ``I(.F)?`` (no exponent) with value ``low <(=) x <(=) high``; None if there are none.
+
+    With ``d`` the most decimals of a bound, scale by ``10**d``: a numeral with
+    ``k < d`` decimals is the integer ``M = x * 10**k``, bounded by the scaled
+    bounds rounded inwards; one with ``d`` or more is ``M`` (its first ``d``
+    decimals) plus a tail ``T`` of further digits, and ``M + 0.T`` compares
+    with an integer bound as ``M`` does, except at the bound itself (``T``
+    non-zero above an open lower bound, all zeros at a closed upper one).
+    """
+    d = max(_decimals(low), _decimals(high) if high is not None else 0)
     parts = []
-    first = low + 1 if low_open else low  # integer parts with every fraction allowed, from here ...
-    last = None if high is None else high - 1  # ... to here
-    if low_open:  # x = low exactly is out: integer part low needs a non-zero fraction
-        if high is None or low < high:
-            parts.append(_natural_range(low, low) + NONZERO_FRACTION)
-    if last is None or first <= last:
-        parts.append(_natural_range(first, last) + FRACTION)
-    if high is not None and not high_open and (low < high or not low_open):
-        parts.append(_natural_range(high, high) + ZERO_FRACTION)
+    for k in range(d):  # exactly k decimals
+        scale = 10 ** k
+        first = math.floor(low * scale) + 1 if low_open else math.ceil(low * scale)
+        last = None if high is None else (math.ceil(high * scale) - 1 if high_open else math.floor(high * scale))
+        parts.append(_scaled(first, last, k))
+    scale = 10 ** d
+    low_s, high_s = int(low * scale), None if high is None else int(high * scale)
+    tail_any, tail_nonzero, tail_zero = ((r"(?:\.[0-9]+)?", NONZERO_FRACTION, ZERO_FRACTION) if d == 0
+                                         else ("[0-9]*", "[0-9]*[1-9][0-9]*", "0*"))
+    middle = _scaled(low_s + 1 if low_open else low_s, None if high_s is None else high_s - 1, d)
+    parts.append(middle + tail_any if middle else None)
+    if low_open and (high_s is None or low_s < high_s):
+        parts.append(_scaled(low_s, low_s, d) + tail_nonzero)
+    if high_s is not None and not high_open and (high_s > low_s or not low_open):
+        parts.append(_scaled(high_s, high_s, d) + tail_zero)
+    parts = [p for p in parts if p]
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
