@@ -318,6 +318,12 @@ def test_flexible_whitespace_is_bounded():
     ({"type": "string", "pattern": "a.c"}, "/pattern"),
     ({"type": "object", "properties": {}, "required": ["z"]}, "/required/0"),
     ({"type": "strin"}, "/type"),
+    ({"type": ["null", {"type": "string"}]}, "/type/1"),
+    ({"type": "object", "properties": {"a": 5}}, "/properties/a"),
+    ({"type": "integer", "minimum": "3"}, "/minimum"),
+    ({"type": "string", "maxLength": -1}, "/maxLength"),
+    ({"$ref": "#/$defs/missing"}, "/$ref"),
+    ({"$ref": "http://example.com/s.json"}, "/$ref"),
 ])
 def test_unsupported_is_refused_with_pointer(schema, pointer):
     with pytest.raises(SchemaError) as info:
@@ -432,3 +438,15 @@ def test_number_bounds_brute_force(low, high, low_open, high_open):
         return
     for text in NUMERALS:
         assert bool(pattern.fullmatch(text)) == check.is_valid(json.loads(text)), (schema, text)
+
+
+def test_hostile_schemas_are_refused_cleanly():
+    deep = {"type": "null"}
+    for _ in range(5000):
+        deep = {"type": "array", "items": deep}
+    with pytest.raises(SchemaError, match="nest more than 64"):
+        schema_to_regex(deep)
+    from bpefst.errors import BpefstError
+
+    with pytest.raises(BpefstError):  # the regex compiler's own size limit
+        compile_regex(schema_to_regex({"type": "array", "items": {"type": "null"}, "maxItems": 10**9}), ByteAlphabet())

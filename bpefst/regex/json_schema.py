@@ -65,6 +65,7 @@ KEYWORDS = {
     "null": set(),
 }
 COMBINATORS = ("anyOf", "oneOf")
+MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 TYPED = set().union(*KEYWORDS.values())
 
 # One character of a JSON string: anything but '"', '\' and controls, or an escape;
@@ -125,6 +126,7 @@ def json_literal(value) -> str:
 class _Translator:
     def __init__(self, root, whitespace: int):
         self.root = root
+        self.depth = 0
         self.ws = f"[ \\t\\n\\r]{{0,{whitespace}}}" if whitespace else ""
 
     def punct(self, char: str) -> str:
@@ -133,6 +135,15 @@ class _Translator:
 
     # -- dispatch ----------------------------------------------------------------------------
     def value(self, schema, pointer: str, refs: tuple) -> str:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise SchemaError(pointer, f"schemas nest more than {MAX_DEPTH} deep")
+            return self._value(schema, pointer, refs)
+        finally:
+            self.depth -= 1
+
+    def _value(self, schema, pointer: str, refs: tuple) -> str:
         if schema is True or schema == {}:
             raise SchemaError(pointer, "accepts any JSON value, which is not a regular language; give a type")
         if schema is False:
@@ -161,7 +172,7 @@ class _Translator:
         if not types:
             raise SchemaError(_pointer(pointer, "type"), "an empty list of types accepts nothing")
         for i, t in enumerate(types):
-            if t not in KEYWORDS:
+            if not isinstance(t, str) or t not in KEYWORDS:
                 where = _pointer(pointer, "type") if not isinstance(declared, list) else _pointer(_pointer(pointer, "type"), i)
                 raise SchemaError(where, f"unknown type {t!r} (expected one of {', '.join(KEYWORDS)})")
         if "integer" in types and "number" in types:
