@@ -92,6 +92,8 @@ def test_bitmask_too_small_and_apply():
     guided = GuidedAutomaton(dfa, stop_ids=7)
     with pytest.raises(BpefstError, match="holds 32 token ids"):
         guided.fill_next_token_bitmask(0, allocate_token_bitmask(1, 32))
+    with pytest.raises(BpefstError, match="left the language"):
+        guided.fill_next_token_bitmask(guided.step(0, 4), allocate_token_bitmask(1, 64))
     rng = numpy.random.default_rng(0)
     for backend in backends():
         bitmask = allocate_token_bitmask(2, 45, backend)

@@ -119,6 +119,8 @@ class GuidedAutomaton:
             bitmask[:] = packed
 
     def _pack(self, state: int, bitmask):
+        if state is None:
+            raise BpefstError("no state to fill a mask for: the last token left the language (step returned None)")
         words = bitmask.shape[-1]
         mask = self.next_token_mask(state)
         if mask.bit_length() > 32 * words:
