@@ -103,9 +103,12 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
     raise BpefstError(f"kind= must be one of {', '.join(COMPILE_KINDS)}, not {kind!r}")
 
 
-def promote(tokenizer: Tokenizer, regex: str | None = None, *, mode: str = "canonical", pretokenize: bool = True,
-            max_states: int = DEFAULT_MAX_STATES, max_arcs: int = DEFAULT_MAX_ARCS) -> TokenLanguage:
-    """The token sequences ``tokenizer`` may produce for full matches of ``regex``, as a :class:`TokenLanguage`.
+def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
+            mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
+            max_arcs: int = DEFAULT_MAX_ARCS) -> TokenLanguage:
+    """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
+    ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation),
+    as a :class:`TokenLanguage`.
 
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
     match, following its pre-tokenization unless ``pretokenize=False``),
@@ -113,12 +116,13 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, mode: str = "cano
     Nothing large is built here: ask the result for ``guide()`` (decoding),
     ``dfa()`` (written out), ``shared_rows()`` or ``save(path)``.
     """
+    from .promotion.constraints import constraint_pattern
     from .regex import alphabet_for, compile_regex
 
-    if not isinstance(regex, str):
-        raise BpefstError("promote() needs regex= (a pattern over text)")
+    if regex is not None and not isinstance(regex, str):
+        raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
-    pattern = compile_regex(regex, alphabet_for(model), max_states=max_states)
+    pattern = compile_regex(constraint_pattern(regex, json_schema, whitespace), alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs)
 
 

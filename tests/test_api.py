@@ -258,3 +258,24 @@ def test_promote_output_of_the_cli_loads(tmp_path) -> None:
     subprocess.run([sys.executable, "-m", "bpefst", "promote", str(vocab), "--regex", "[0-9]{4}", "-o", str(out)], check=True)
     language = bpefst.load_automaton(out)
     assert language.accepts(oracle("gpt2").encode_ordinary("2026")) and not language.accepts(oracle("gpt2").encode_ordinary("202"))
+
+
+def test_promote_a_json_schema_and_decode_with_stop_ids(encodings) -> None:
+    """bpefst.promote(json_schema=...): the tokenizer's own encodings of valid documents, EOS only at acceptance."""
+    enc, ref = encodings["gpt2"], oracle("gpt2")
+    schema = {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 120},
+                                               "ok": {"type": "boolean"}}, "required": ["age"]}
+    language = bpefst.promote(enc, json_schema=schema)
+    for document in ('{"age":42}', '{"age":0,"ok":true}', '{"age":120,"ok":false}'):
+        ids = ref.encode_ordinary(document)
+        assert language.accepts(ids), document
+        guide = language.guide()
+        state = guide.start
+        for token in ids:
+            assert enc.eot_token not in guide.allowed_token_ids(state)
+            state = guide.step(state, token)
+        assert enc.eot_token in guide.allowed_token_ids(state)
+    for document in ('{"age":121}', '{"age":-1}', '{"ok":true}', '{"age": 42}'):
+        assert not language.accepts(ref.encode_ordinary(document)), document
+    with pytest.raises(bpefst.BpefstError, match="/properties/x"):
+        bpefst.promote(enc, json_schema={"type": "object", "properties": {"x": {"type": "integer", "multipleOf": 3}}})

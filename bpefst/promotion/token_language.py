@@ -51,7 +51,7 @@ class TokenLanguage:
         self._views: dict[str, object] = {}
 
     def __repr__(self) -> str:
-        built = ", ".join(self._views) or "nothing built yet"
+        built = ", ".join(sorted({k if isinstance(k, str) else k[0] for k in self._views})) or "nothing built yet"
         return f"<bpefst.TokenLanguage {self.mode} ({built})>"
 
     # -- views ---------------------------------------------------------------------------
@@ -65,7 +65,10 @@ class TokenLanguage:
         return self._views[name]
 
     def _promote(self, **options):
-        return promote(self.pattern, self.model, self.mode, self.automaton, max_states=self.max_states,
+        from .constraints import model_parts
+
+        trie, automaton = model_parts(self.model)  # kept per tokenizer: the next language over it starts from them
+        return promote(self.pattern, self.model, self.mode, self.automaton or automaton, trie=trie, max_states=self.max_states,
                        pretokenize=self.pretokenize and self.mode != "agnostic", max_arcs=self.max_arcs, **options).dfa
 
     def dfa(self) -> DFA:
@@ -84,15 +87,26 @@ class TokenLanguage:
             raise BpefstError(f"the on-demand form exists for mode='canonical', not {self.mode!r}")
         return self._view("on_demand", lambda: self._promote(on_demand=True))
 
-    def guide(self) -> GuidedAutomaton:
-        """The decoding interface over the cheapest form: on demand for ``canonical``, the DFA otherwise."""
-        if "guide" not in self._views:
+    def guide(self, stop_ids: int | Sequence[int] | None = None) -> GuidedAutomaton:
+        """The decoding interface over the cheapest form: on demand for ``canonical``, the DFA otherwise.
+
+        ``stop_ids`` (default: the tokenizer's end-of-text specials, such as
+        ``<|endoftext|>``) are allowed exactly in accepting states, so a decoder
+        that samples one has produced a whole match (see :mod:`bpefst.decoding`).
+        """
+        if stop_ids is None:
+            from .constraints import default_stop_ids
+
+            stop_ids = default_stop_ids(self.model) if self.model is not None else ()
+        stops = tuple(sorted([stop_ids] if isinstance(stop_ids, int) else stop_ids))
+        key = ("guide", stops)
+        if key not in self._views:
             if "dfa" in self._views or self.pattern is None or self.mode != "canonical":
                 form = self.dfa()
             else:
                 form = self.on_demand()
-            self._views["guide"] = GuidedAutomaton(form)
-        return self._views["guide"]
+            self._views[key] = GuidedAutomaton(form, stop_ids=stops)
+        return self._views[key]
 
     # -- questions -------------------------------------------------------------------------
 
