@@ -33,7 +33,7 @@ import msgpack
 from .errors import ArtifactError, BpefstError
 
 FORMAT_NAME = "bpefst"
-KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton")
+KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton", "counts")
 
 
 def pack_ints(values: Iterable[int], typecode: str = "I") -> bytes:
@@ -153,10 +153,15 @@ def _current_umask() -> int:
 
 def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> None:
     """Serialize ``body`` under a header and write it atomically to ``path``."""
+    atomic_write_bytes(path, artifact_bytes(kind, schema, fingerprint, body))
+
+
+def artifact_bytes(kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> bytes:
+    """The serialized artifact, for sending it elsewhere (to a worker process) rather than to a file."""
     if kind not in KINDS:
         raise ValueError(f"unknown artifact kind {kind!r}")
     document = {"format": FORMAT_NAME, "kind": kind, "schema": schema, "fingerprint": fingerprint, "body": body}
-    atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
+    return msgpack.packb(document, use_bin_type=True)
 
 
 def peek_kind(path: str | os.PathLike) -> str | None:

@@ -12,6 +12,7 @@ import click
 
 from .. import __version__
 from .automaton_commands import compile_command, validate
+from .count_command import count
 from .promote_command import promote_command
 from .tokenize_command import tokenize
 from .tokenizer_commands import convert, decode, encode, info
@@ -29,7 +30,7 @@ def cli() -> None:
     """
 
 
-for _command in (train, compile_command, tokenize, promote_command, validate, info, encode, decode, convert):
+for _command in (train, count, compile_command, tokenize, promote_command, validate, info, encode, decode, convert):
     cli.add_command(_command)
 
 
