@@ -68,7 +68,7 @@ def count_with_engine(
     progress: TrainingProgress,
 ) -> ChunkCounts:
     if engine == "ray":
-        from ..distributed.ray_engine import count_files_on_ray
+        from ..distributed.counting import count_files_on_ray
 
         return count_files_on_ray(corpus, settings, address=address, split_size=split_size, progress=progress)
     return count_files(corpus, settings, jobs=jobs, progress=progress)

@@ -69,7 +69,10 @@ class ChunkCounter:
 
     def count_into(self, counter: Counter, data: bytes, name: str = "corpus", offset: int = 0) -> None:
         """Add the chunks of one block to ``counter``."""
-        text = self.decode(data, name, offset)
+        self.count_text_into(counter, self.decode(data, name, offset))
+
+    def count_text_into(self, counter: Counter, text: str) -> None:
+        """Add the chunks of one decoded text (a block, or a document of a dataset) to ``counter``."""
         findall = compile_pattern(self.pattern).findall if self.pattern is not None else None
         for piece in self.split_specials(text):
             if not piece:
