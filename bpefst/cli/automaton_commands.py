@@ -154,23 +154,49 @@ def _dot_picture(automaton: CanonicalAutomaton, model: BPEModel, chosen: list[in
 @click.argument("input", default="-", type=click.Path(allow_dash=True))
 @tokenizer_options
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
-@click.option("--format", "fmt", type=click.Choice(["ids", "jsonl"]), default="ids", show_default=True,
-              help="ids: one stream of whitespace-separated ids; jsonl: one JSON array per line, each checked on its own.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "ids", "jsonl", "msgpack", "bin", "npy", "shards"]), default="auto",
+              show_default=True,
+              help="What `bpefst tokenize` wrote. ids: one stream of whitespace-separated ids; jsonl: one JSON array per "
+                   "line, each checked on its own; msgpack: concatenated msgpack arrays; bin: raw little-endian ids "
+                   "(--dtype); npy: a .npy array; shards: a --output-dir manifest (or its directory). auto: npy by its "
+                   "header, shards for a directory or .json, bin/msgpack/jsonl by extension, else ids.")
+@click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True,
+              help="--format bin: the id type; auto: the one `tokenize --dtype auto` picks for this tokenizer.")
 @click.option("--no-pretokenize", is_flag=True, help="Check BPE canonicity only (ignore the pre-tokenization pattern).")
 @user_errors
-def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str | None, fmt: str, no_pretokenize: bool) -> None:
+def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str | None, fmt: str, dtype: str,
+             no_pretokenize: bool) -> None:
     """Check that token ids are exactly what the tokenizer produces (exit 0 yes, 1 no).
 
     Equivalent to decoding the ids, re-encoding the text with all special
     tokens allowed and comparing, in one streaming pass.  COMPILED is a
-    `bpefst compile` artifact or any tokenizer.
+    `bpefst compile` artifact or any tokenizer.  INPUT may be compressed
+    (gzip, bzip2, xz).
 
     \b
     Example:
       echo '9906 1917' | bpefst validate cl100k.dfa
+      bpefst validate ../shared/data/gpt2/vocab.json train.bin
     """
+    from ..pipeline.datasets import choose_dtype, detect_id_format, iter_id_blocks, load_manifest
+
+    if fmt == "auto":
+        fmt = detect_id_format(input)
     model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
     validator = Validator(model, automaton, pretokenize=not no_pretokenize)
+    if fmt in ("bin", "npy", "msgpack", "shards"):
+        if fmt == "shards":
+            manifest, _ = load_manifest(input)
+            written_by = manifest.get("tokenizer", {}).get("fingerprint") if isinstance(manifest.get("tokenizer"), dict) else None
+            if written_by != model.fingerprint:
+                raise BpefstError(f"{input} was written with tokenizer {str(written_by)[:16]}..., not this one ({model.fingerprint[:16]}...)")
+        blocks = iter_id_blocks(input, fmt, choose_dtype(dtype, model.max_id).name if fmt == "bin" else None)
+        violation = validator.check_stream(block if isinstance(block, list) else block.tolist() for block in blocks)
+        if violation:
+            click.echo(violation.describe(model))
+            sys.exit(1)
+        click.echo(f"canonical: {validator.tokens_seen} tokens")
+        return
     if fmt == "jsonl":
         checked = 0
         for line_no, line in enumerate(iter_input_lines(input), start=1):
@@ -193,12 +219,14 @@ def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str |
 
 def _read_blocks(path: str, size: int = 1 << 16):
     if path == "-":
-        stream = sys.stdin.buffer
-        while True:
-            data = stream.read1(size) if hasattr(stream, "read1") else stream.read(size)
-            if not data:
-                return
-            yield data
+        from ..pipeline.inputs import open_input
+
+        with open_input(path, "ids") as stream:  # decompressed if compressed
+            while True:
+                data = stream.read1(size)
+                if not data:
+                    return
+                yield data
     else:
         yield from iter_input_lines(path)
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import sys
-from typing import BinaryIO, Callable, Iterator
+from typing import Callable, Iterator
 
 import click
 
@@ -58,31 +56,17 @@ def on_line(line_no: int) -> Iterator[None]:
 
 
 def read_input(path: str) -> bytes:
-    """All bytes of a file, or of stdin for ``-``."""
-    if path == "-":
-        return sys.stdin.buffer.read()
-    if os.path.isdir(path):
-        raise BpefstError(f"{path} is a directory, not a file")
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    """All bytes of a file, or of stdin for ``-``; gzip/bzip2/xz input is decompressed (by its magic bytes)."""
+    from ..pipeline.inputs import read_all
+
+    return read_all(path)
 
 
 def iter_input_lines(path: str) -> Iterator[bytes]:
-    """Lines of a file or stdin, streamed."""
-    if path == "-":
-        yield from sys.stdin.buffer
-        return
-    if os.path.isdir(path):
-        raise BpefstError(f"{path} is a directory, not a file")
-    try:
-        handle: BinaryIO = open(path, "rb")
-    except OSError as exc:
-        raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with handle:
-        yield from handle
+    """Lines of a file or stdin, streamed (and decompressed, see :func:`read_input`)."""
+    from ..pipeline.inputs import iter_lines
+
+    yield from iter_lines(path)
 
 
 def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:

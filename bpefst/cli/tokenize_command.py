@@ -6,6 +6,7 @@ transducer`` (the ``compile`` command itself lives elsewhere and calls it).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -13,19 +14,38 @@ import click
 
 from ..errors import BpefstError
 from .common import parse_specials, tokenizer_options, user_errors
+from .progress import byte_progress
 
-FORMAT_CHOICES = ("ids", "jsonl", "tokens", "msgpack")
+FORMAT_CHOICES = ("ids", "jsonl", "tokens", "msgpack", "bin", "npy")
+BINARY_FORMATS = ("bin", "npy")
 
 
 @click.command()
 @click.argument("tokenizer", metavar="TOKENIZER_OR_COMPILED", type=click.Path())
-@click.argument("input", default="-", type=click.Path(allow_dash=True))
+@click.argument("inputs", metavar="[INPUT]...", nargs=-1, type=click.Path(allow_dash=True))
 @tokenizer_options
-@click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="ids", show_default=True,
-              help="ids: space-separated ids on one line; jsonl: one JSON array per input line (each line tokenized "
-                   "on its own); tokens: one JSON string per token; msgpack: msgpack arrays of ids, concatenated.")
+@click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default=None,
+              help="ids (default): space-separated ids on one line; jsonl: one JSON array per input line (per document "
+                   "with several inputs, --eot/--bot or --split-lines); tokens: one JSON string per token; msgpack: "
+                   "msgpack arrays of ids, concatenated; bin: raw little-endian ids (--dtype); npy: a NumPy .npy array "
+                   "(needs --output). bin is the default with --output-dir.")
+@click.option("--output", "-o", type=click.Path(), help="Write the ids to this file (atomically) instead of stdout.")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Write shards of at most --shard-size ids (bin or npy) and manifest.json + index.npy into this directory.")
+@click.option("--shard-size", type=click.IntRange(1, None), default=100_000_000, show_default=True,
+              help="Ids per shard with --output-dir.")
+@click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True,
+              help="bin/npy id type; auto: uint16 when every id of the tokenizer fits, else uint32.")
+@click.option("--index", "index_path", type=click.Path(),
+              help="Write a .npy of uint64 document end offsets (document k is ids[ends[k-1]:ends[k]]).")
+@click.option("--eot", metavar="TOKEN|ID", help="Append this token after every document (e.g. '<|endoftext|>').")
+@click.option("--bot", metavar="TOKEN|ID", help="Put this token before every document.")
+@click.option("--input-format", "input_kind", type=click.Choice(["auto", "text", "jsonl", "parquet"]), default="auto",
+              show_default=True, help="auto: by file name (.jsonl/.json, .parquet, after .gz/.bz2/.xz), else text.")
+@click.option("--text-field", default="text", show_default=True, help="JSONL field / Parquet column holding the text.")
+@click.option("--split-lines", is_flag=True, help="Text inputs: every non-empty line is a document (default: every file is one).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Worker processes; the text is split at safe boundaries and output stays in input order.")
+              help="Worker processes; output is identical for any number and stays in input order.")
 @click.option("--allowed-special", default="none", metavar="all|none|TOK,TOK", show_default=True,
               help="Special tokens recognised in the text; with a list, any other special token in the text is an "
                    "error; with none, special-token text is ordinary text.")
@@ -34,28 +54,40 @@ FORMAT_CHOICES = ("ids", "jsonl", "tokens", "msgpack")
                    "--allowed-special is a list, else none).")
 @click.option("--cache-size", type=click.IntRange(1, None), default=None, help="Chunk -> ids cache entries (bounded memory).")
 @click.option("--max-states", type=click.IntRange(16, None), default=None, help="Transducer states kept in the lazy cache.")
-@click.option("--stats", is_flag=True, help="Print throughput and transducer statistics on stderr at the end.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display (it is shown only when stderr is a terminal).")
+@click.option("--stats", is_flag=True, help="Print a summary (documents, ids, MB/s) on stderr at the end.")
 @user_errors
-def tokenize(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], fmt: str, jobs: int,
+def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, specials: tuple[str, ...], fmt: str | None,
+             output: str | None, output_dir: str | None, shard_size: int, dtype: str, index_path: str | None,
+             eot: str | None, bot: str | None, input_kind: str, text_field: str, split_lines: bool, jobs: int,
              allowed_special: str, disallowed_special: str | None, cache_size: int | None, max_states: int | None,
-             stats: bool) -> None:
+             quiet: bool, stats: bool) -> None:
     """Tokenize text exactly as tiktoken / HF tokenizers do, streaming, in linear time.
 
     TOKENIZER_OR_COMPILED is any tokenizer bpefst reads (tokenizer.json,
     vocab.json, tiktoken rank file, .bpefst) or a transducer artifact from
-    `bpefst compile --kind transducer`.  INPUT is a file or - for stdin (the
-    default); ids appear on stdout as soon as they are decided.  Byte-level
-    tokenizers accept any bytes; character-level ones need UTF-8.
+    `bpefst compile --kind transducer`.  INPUTs are files, directories (walked
+    in sorted order), globs or - for stdin (the default); gzip, bzip2 and xz
+    input is decompressed (detected by its first bytes).  Each text file is
+    one document (--split-lines: each line), each JSONL record or Parquet row
+    one (--text-field); documents are encoded separately, in input order,
+    with --eot / --bot ids around them.  Byte-level tokenizers accept any
+    bytes; character-level ones need UTF-8.
 
     \b
     Example:
       cat notes.txt | bpefst tokenize ../shared/data/tiktoken/cl100k_base.tiktoken.gz
-      bpefst tokenize cl100k.fst big.txt --jobs 2 --format msgpack > ids.msgpack
+      bpefst tokenize ../shared/data/gpt2/vocab.json data/ --eot '<|endoftext|>' --format bin -o train.bin
+      bpefst tokenize cl100k.fst 'docs/*.jsonl.xz' --eot '<|endoftext|>' --output-dir shards --jobs 2
     """
     from ..pipeline.encoder import Tokenizer
-    from ..pipeline.tokenize import tokenize_stream
+    from ..pipeline.inputs import expand_inputs
 
     began = time.perf_counter()
+    if fmt is None:
+        fmt = "bin" if output_dir else "ids"
+    sources = expand_inputs(inputs, input_kind)
+    _check_destinations(fmt, output, output_dir, index_path, sources)
     kwargs = {}
     if cache_size is not None:
         kwargs["cache_size"] = cache_size
@@ -64,21 +96,157 @@ def tokenize(tokenizer: str, input: str, pattern: str | None, specials: tuple[st
     tok = Tokenizer.load(tokenizer, pattern, parse_specials(specials), **kwargs)
     loaded = time.perf_counter()
     allowed, disallowed = special_policy(allowed_special, disallowed_special, tok.model.specials)
-    stream, opened = _open_input(input)
-    counter = _CountingReader(stream)
+    streaming = (len(sources) == 1 and sources[0].kind == "text" and not split_lines and eot is None and bot is None
+                 and fmt not in BINARY_FORMATS and not output_dir and not index_path)
+    progress = byte_progress("tokenizing", _total_size(sources), quiet)
     try:
-        tokenize_stream(tok, counter, sys.stdout.buffer, fmt, allowed, disallowed, jobs=jobs)
+        if streaming:
+            read, documents, ids = _tokenize_stream(tok, sources[0].path, fmt, output, allowed, disallowed, jobs, progress), 1, None
+        else:
+            read, documents, ids = _tokenize_dataset(tok, sources, fmt, output, output_dir, shard_size, dtype, index_path,
+                                                     eot, bot, text_field, split_lines, allowed, disallowed, jobs, progress)
     finally:
-        if opened:
-            stream.close()
+        progress.close()
         tok.close()
     if stats:
         seconds = time.perf_counter() - loaded
-        rate = counter.count / seconds / 1e6 if seconds > 0 else 0.0
-        click.echo(f"bpefst: load {loaded - began:.2f} s; {counter.count} bytes in {seconds:.2f} s ({rate:.2f} MB/s)", err=True)
+        rate = read / seconds / 1e6 if seconds > 0 else 0.0
+        counted = f"{documents:,} documents, {ids:,} ids, " if ids is not None else ""
+        click.echo(f"bpefst: load {loaded - began:.2f} s; {counted}{read:,} bytes in {seconds:.2f} s ({rate:.2f} MB/s)", err=True)
         if tok.transducer is not None:
             for key, value in tok.transducer.stats().items():
                 click.echo(f"bpefst: transducer {key}: {value}", err=True)
+
+
+def _check_destinations(fmt: str, output: str | None, output_dir: str | None, index_path: str | None, sources) -> None:
+    """Refuse impossible or dangerous output choices before any work."""
+    from ..artifact import check_writable, refuse_overwriting_inputs
+
+    if output and output_dir:
+        raise BpefstError("give --output or --output-dir, not both")
+    if output_dir and fmt not in BINARY_FORMATS:
+        raise BpefstError(f"--output-dir writes bin or npy shards, not --format {fmt}")
+    if fmt == "npy" and not output and not output_dir:
+        raise BpefstError("--format npy needs --output FILE (the .npy header is written last, so stdout will not do)")
+    if fmt in BINARY_FORMATS and not output and not output_dir and sys.stdout.isatty():
+        raise BpefstError("refusing to write binary ids to a terminal; give --output FILE or redirect stdout")
+    if index_path and output_dir:
+        raise BpefstError("--output-dir writes its own index.npy; --index is for --output")
+    named = [source.path for source in sources]
+    for path, name in ((output, "the output"), (index_path, "--index")):
+        if path:
+            check_writable(path, name)
+            refuse_overwriting_inputs(path, named)
+    if output and index_path and os.path.realpath(output) == os.path.realpath(index_path):
+        raise BpefstError("--index and --output name the same file")
+    if output_dir:
+        if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+            raise BpefstError(f"--output-dir {output_dir} exists and is not a directory")
+        if os.path.isdir(output_dir) and any(name.startswith("shard_") or name == "manifest.json" for name in os.listdir(output_dir)):
+            raise BpefstError(f"--output-dir {output_dir} already holds shards or a manifest; choose an empty directory")
+        for source in sources:
+            if source.path != "-" and os.path.realpath(os.path.dirname(os.path.abspath(source.path))) == os.path.realpath(output_dir):
+                raise BpefstError(f"--output-dir {output_dir} holds the input {source.path}; write the shards elsewhere")
+
+
+def _total_size(sources) -> int | None:
+    sizes = [source.size for source in sources]
+    return None if any(size is None for size in sizes) else sum(sizes)
+
+
+def _tokenize_stream(tok, path: str, fmt: str, output: str | None, allowed, disallowed, jobs: int, progress) -> int:
+    """One text input, a text format: the streaming path that writes ids as soon as they are decided."""
+    from ..pipeline.datasets import AtomicFile
+    from ..pipeline.inputs import open_input
+    from ..pipeline.tokenize import tokenize_stream
+
+    target = AtomicFile(output) if output else None
+    out = target.handle if target is not None else sys.stdout.buffer
+    try:
+        with open_input(path) as stream:
+            counter = _CountingReader(stream, lambda: progress.update(stream.compressed_read))
+            tokenize_stream(tok, counter, out, fmt, allowed, disallowed, jobs=jobs)
+        if target is not None:
+            target.commit()
+    except BaseException:
+        if target is not None:
+            target.abort()
+        raise
+    return counter.count
+
+
+def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: int, dtype_name: str, index_path, eot, bot,
+                      text_field: str, split_lines: bool, allowed, disallowed, jobs: int, progress) -> tuple[int, int, int]:
+    """Many inputs as documents into a dataset writer: returns (bytes read, documents, ids)."""
+    from ..pipeline.datasets import DTYPES, INDEX_NAME, AtomicFile, DatasetWriter, IdWriter, ShardWriter, choose_dtype
+    from ..pipeline.documents import tokenize_documents
+    from ..pipeline.inputs import iter_documents
+    from ..pipeline.tokenize import FormattedIdSink
+
+    model = tok.model
+    eot_id = resolve_token(model, eot, "--eot") if eot is not None else None
+    bot_id = resolve_token(model, bot, "--bot") if bot is not None else None
+    binary = fmt in BINARY_FORMATS
+    dtype = choose_dtype(dtype_name, model.max_id) if binary else None
+    target = None
+    if output_dir:
+        try:
+            os.makedirs(output_dir, exist_ok=True)
+        except OSError as exc:
+            raise BpefstError(f"cannot create {output_dir}: {exc.strerror or exc}") from None
+        sink = ShardWriter(output_dir, dtype, shard_size, fmt)
+        index_path = os.path.join(output_dir, INDEX_NAME)
+    elif binary:
+        sink = IdWriter(dtype, fmt, path=output) if output else IdWriter(dtype, fmt, stream=sys.stdout.buffer)
+    else:
+        target = AtomicFile(output) if output else None
+        sink = FormattedIdSink(tok, target.handle if target is not None else sys.stdout.buffer, fmt)
+    index = IdWriter(DTYPES["uint64"], "npy", path=index_path) if index_path else None
+    writer = DatasetWriter(sink, bot=bot_id, eot=eot_id, index=index)
+    done_before = 0
+    read_now = 0
+
+    def on_read(count: int) -> None:
+        nonlocal read_now
+        read_now = count
+        progress.update(done_before + count, writer.documents, writer.ids)
+
+    def documents():
+        nonlocal done_before, read_now
+        for source in sources:
+            yield from iter_documents(source, model.is_byte_level, text_field, split_lines, on_read)
+            done_before += read_now
+            read_now = 0
+
+    try:
+        tokenize_documents(tok, documents(), writer, jobs, allowed, disallowed)
+        manifest = {"fingerprint": model.fingerprint, "max_id": model.max_id, "index": INDEX_NAME} if output_dir else {}
+        writer.close(**manifest)
+        if target is not None:
+            target.commit()
+    except BaseException:
+        writer.abort()
+        if target is not None:
+            target.abort()
+        raise
+    return done_before, writer.documents, writer.ids
+
+
+def resolve_token(model, value: str, option: str) -> int:
+    """``--eot`` / ``--bot``: a special token's text, an ordinary token's text, or an id of this tokenizer."""
+    if value in model.specials:
+        return model.specials[value]
+    if value.isdigit():
+        token = int(value)
+        if token in model.vocab or token in model.specials.values():
+            return token
+        raise BpefstError(f"{option} {token} is not a token id of this tokenizer (ids go up to {model.max_id:,})")
+    wanted = value.encode("utf-8")
+    for token in model.vocab:
+        if model.token_bytes(token) == wanted:
+            return token
+    names = ", ".join(sorted(model.specials)[:4]) or "none"
+    raise BpefstError(f"{option} {value!r} is neither a token nor an id of this tokenizer (special tokens: {names})")
 
 
 def special_policy(allowed_value: str, disallowed_value: str | None, specials: dict[str, int]) -> tuple[set[str], set[str]]:
@@ -104,30 +272,19 @@ def special_policy(allowed_value: str, disallowed_value: str | None, specials: d
 
 
 class _CountingReader:
-    """Wraps a binary stream and counts the bytes read through ``read1``."""
+    """Wraps a binary stream: counts the bytes read through ``read1`` and calls ``on_read()`` after each read."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, on_read=lambda: None):
         self._stream = stream
+        self._on_read = on_read
         self.count = 0
 
     def read1(self, size: int = -1) -> bytes:
         read = getattr(self._stream, "read1", None) or self._stream.read
         data = read(size)
         self.count += len(data)
+        self._on_read()
         return data
-
-
-def _open_input(path: str):
-    import os
-
-    if path == "-":
-        return sys.stdin.buffer, False
-    if os.path.isdir(path):
-        raise BpefstError(f"{path} is a directory, not a file")
-    try:
-        return open(path, "rb"), True
-    except OSError as exc:
-        raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def compile_transducer_command(tokenizer: str, output: str, pattern: str | None = None, specials: tuple[str, ...] = (),

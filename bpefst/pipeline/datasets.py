@@ -41,7 +41,7 @@ import sys
 import tempfile
 from array import array
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, Iterator, Sequence
+from typing import BinaryIO, Iterator, Sequence
 
 from ..errors import BpefstError
 
@@ -117,7 +117,7 @@ def npy_header(dtype: Dtype, length: int, width: int = 20) -> bytes:
 # -- writing ---------------------------------------------------------------------------------------
 
 
-class _AtomicFile:
+class AtomicFile:
     """A file written under a temporary name in its directory and renamed into place by :meth:`commit`."""
 
     def __init__(self, path: str):
@@ -174,7 +174,7 @@ class IdWriter:
         if file_format == "npy" and path is None:
             raise BpefstError("an .npy file needs a seekable output file (its header is written last); give --output")
         self.dtype, self.file_format, self.path = dtype, file_format, path
-        self._file = _AtomicFile(path) if path is not None else None
+        self._file = AtomicFile(path) if path is not None else None
         self._stream = stream
         self.count = 0
         if file_format == "npy":
@@ -260,7 +260,7 @@ def write_manifest(directory: str, shards: list[dict], dtype: Dtype, file_format
         "shards": shards,
         **(extra or {}),
     }
-    target = _AtomicFile(os.path.join(directory, MANIFEST_NAME))
+    target = AtomicFile(os.path.join(directory, MANIFEST_NAME))
     target.write((json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
     target.commit()
     return manifest
@@ -349,8 +349,9 @@ class DatasetWriter:
     """Documents into an id sink: BOS before, EOS after each document, and the index of document ends.
 
     ``sink`` is an :class:`IdWriter`, a :class:`ShardWriter` or any object
-    with ``write(ids)``, ``close()`` and ``abort()``; ``index`` an optional
-    uint64 ``npy`` :class:`IdWriter` for the end offsets.
+    with ``write(ids)``, ``close()`` and ``abort()`` (and, if it wants to know
+    where documents begin and end, ``begin_document()`` / ``end_document()``);
+    ``index`` an optional uint64 ``npy`` :class:`IdWriter` for the end offsets.
     """
 
     sink: object
@@ -362,6 +363,9 @@ class DatasetWriter:
     _ends: list[int] = field(default_factory=list)
 
     def begin_document(self) -> None:
+        begin = getattr(self.sink, "begin_document", None)
+        if begin is not None:
+            begin()
         if self.bot is not None:
             self.write((self.bot,))
 
@@ -374,8 +378,9 @@ class DatasetWriter:
         if self.eot is not None:
             self.write((self.eot,))
         self.documents += 1
-        if isinstance(self.sink, ShardWriter):
-            self.sink.end_document()
+        end = getattr(self.sink, "end_document", None)
+        if end is not None:
+            end()
         if self.index is not None:
             self._ends.append(self.ids)
             if len(self._ends) >= 65_536:

@@ -231,3 +231,42 @@ def _tokenize_lines(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, polic
     while in_flight:
         out.write(in_flight.popleft().get())
     out.flush()
+
+
+class FormattedIdSink:
+    """A document sink (see :class:`~.datasets.DatasetWriter`) writing ids as text, tokens or msgpack.
+
+    ``ids``: one line of space-separated ids for the whole stream; ``tokens``:
+    one JSON string per token; ``msgpack``: msgpack arrays whose concatenation
+    is the stream; ``jsonl``: one JSON array per document.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, out: BinaryIO, fmt: str):
+        self.fmt, self.out = fmt, out
+        self._writer = _Writer(tokenizer, out, fmt) if fmt != "jsonl" else None
+        self._open = False
+
+    def begin_document(self) -> None:
+        if self.fmt == "jsonl":
+            self.out.write(b"[")
+            self._open = False
+
+    def write(self, ids) -> None:
+        if self._writer is not None:
+            self._writer.write_ids(ids)
+        elif len(ids):
+            self.out.write((", " if self._open else "").encode("ascii") + ", ".join(map(str, ids)).encode("ascii"))
+            self._open = True
+
+    def end_document(self) -> None:
+        if self.fmt == "jsonl":
+            self.out.write(b"]\n")
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        else:
+            self.out.flush()
+
+    def abort(self) -> None:
+        pass

@@ -36,13 +36,13 @@ whatever the split size (the way Hadoop splits line-oriented files).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
 import regex
 
 from ..errors import BpefstError
+from ..pipeline.inputs import open_input
 
 STDIN = "-"
 
@@ -71,11 +71,9 @@ def check_sources(paths: Sequence[str]) -> list[Source]:
             continue
         if os.path.isdir(path):
             raise BpefstError(f"{path} is a directory, not a file")
-        try:
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-        except OSError as exc:
-            raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+        with open_input(path) as handle:  # refuses unreadable and non-text containers (zstd, zip) up front
+            # a compressed file's size on disk is not the size of its text: no total for the progress display
+            size = os.path.getsize(path) if handle.compression is None else None
         sources.append(Source(path, size))
     return sources
 
@@ -268,12 +266,8 @@ def _blocks(
 
 
 def _open(source: Source) -> BinaryIO:
-    if source.path == STDIN:
-        return _NoClose(sys.stdin.buffer)
-    try:
-        return open(source.path, "rb")
-    except OSError as exc:
-        raise BpefstError(f"cannot read {source.path}: {exc.strerror or exc}") from None
+    """The source's text as bytes: gzip, bzip2 and xz are decompressed as they are read (by magic bytes)."""
+    return open_input(source.path, "a corpus")
 
 
 def _read(handle: BinaryIO, source: Source, size: int) -> bytes:
@@ -281,16 +275,3 @@ def _read(handle: BinaryIO, source: Source, size: int) -> bytes:
         return handle.read(size)
     except OSError as exc:
         raise BpefstError(f"cannot read {source.name}: {exc.strerror or exc}") from None
-
-
-class _NoClose:
-    """Stdin as a context manager that leaves it open."""
-
-    def __init__(self, stream: BinaryIO):
-        self.stream = stream
-
-    def __enter__(self) -> BinaryIO:
-        return self.stream
-
-    def __exit__(self, *exc: object) -> None:
-        return None
