@@ -81,13 +81,17 @@ def check_sources(paths: Sequence[str]) -> list[Source]:
 @dataclass(frozen=True)
 class ByteRange:
     """Part ``index`` of a split corpus: the text from the first safe cut at or after
-    ``start`` to the first safe cut at or after ``end`` of file ``path`` (``size`` bytes)."""
+    ``start`` to the first safe cut at or after ``end`` of file ``path`` (``size`` bytes).
+
+    A compressed file cannot be entered in the middle: it is one range, read
+    whole and decompressed (``size`` None).
+    """
 
     index: int
     path: str
     start: int
     end: int
-    size: int
+    size: int | None
 
 
 def split_ranges(sources: Sequence[Source], split_size: int) -> list[ByteRange]:
@@ -96,8 +100,11 @@ def split_ranges(sources: Sequence[Source], split_size: int) -> list[ByteRange]:
         raise BpefstError(f"the split size must be positive, not {split_size}")
     ranges: list[ByteRange] = []
     for source in sources:
-        if source.size is None:
+        if source.path == STDIN:
             raise BpefstError("stdin cannot be read by other machines; give the corpus as files")
+        if source.size is None:  # compressed
+            ranges.append(ByteRange(len(ranges), source.path, 0, 0, None))
+            continue
         for start in range(0, max(source.size, 1), split_size):
             ranges.append(ByteRange(len(ranges), source.path, start, min(start + split_size, source.size), source.size))
     return ranges
@@ -228,7 +235,15 @@ def iter_blocks(source: Source, cutter: BlockCutter, block_size: int) -> Iterato
 def iter_range_blocks(part: ByteRange, cutter: BlockCutter, block_size: int) -> Iterator[tuple[int, bytes]]:
     """The blocks of one range of a split file (see :class:`ByteRange`), cut safely."""
     source = Source(part.path, part.size)
-    with _open(source) as handle:
+    if part.size is None:
+        with _open(source) as stream:
+            yield from _blocks(stream, source, cutter, block_size, 0, None)
+        return
+    try:
+        handle = open(part.path, "rb")
+    except OSError as exc:
+        raise BpefstError(f"cannot read {part.path}: {exc.strerror or exc}") from None
+    with handle:
         try:
             start = cutter.first_cut(handle, part.start, part.size)
             end = cutter.first_cut(handle, part.end, part.size) if part.end < part.size else part.size
