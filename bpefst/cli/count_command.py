@@ -68,8 +68,10 @@ def count_with_engine(
     progress: TrainingProgress,
 ) -> ChunkCounts:
     if engine == "ray":
+        from ..distributed.cluster import quiet_driver
         from ..distributed.counting import count_files_on_ray
 
+        quiet_driver()
         return count_files_on_ray(corpus, settings, address=address, split_size=split_size, progress=progress)
     return count_files(corpus, settings, jobs=jobs, progress=progress)
 

@@ -51,6 +51,23 @@ def connect(address: str | None = None) -> ModuleType:
     return ray
 
 
+def quiet_driver() -> None:
+    """For the command line: keep Ray's own logging and progress bars off stderr (bpefst reports progress itself)."""
+    os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+    for name in ("ray", "ray.data", "ray.data._internal"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        from ray.data import DataContext
+    except ImportError:
+        return
+    context = DataContext.get_current()
+    context.enable_progress_bars = False
+    if hasattr(context, "enable_operator_progress_bars"):
+        context.enable_operator_progress_bars = False
+    for name in ("ray", "ray.data", "ray.data._internal"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def task_error(exc: BaseException) -> BpefstError | None:
     """The BpefstError a worker raised, found inside Ray's wrappers (RayTaskError, Ray Data's), or None."""
     seen = 0
