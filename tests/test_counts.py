@@ -196,3 +196,45 @@ def test_cli_bad_inputs(tmp_path):
     assert_user_error(run("count", str(corpus), "-o", str(corpus)), "is also an input")
     assert not Path(out).exists() and not (tmp_path / "m.counts").exists()
     assert corpus.read_text() == "some text\n"
+
+
+# -- split ranges: what each Ray worker reads -------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from bpefst.distributed.counting import count_range  # noqa: E402
+from bpefst.tokenizer import PRESETS  # noqa: E402
+from bpefst.training.sources import BlockCutter, check_sources, iter_range_blocks, split_ranges  # noqa: E402
+from test_train import text_strategy, whole_text_counts  # noqa: E402  (the whole-text oracle of the block counter)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    parts=st.lists(st.one_of(text_strategy, st.sampled_from([EOT, "<s>", "Ab\nCd ef"])), max_size=10),
+    preset=st.sampled_from(["gpt2", "cl100k", "o200k", "whitespace"]),
+    line_mode=st.booleans(),
+    split_size=st.integers(min_value=1, max_value=60),
+    window=st.integers(min_value=1, max_value=40),
+)
+def test_split_ranges_read_every_byte_once_and_count_like_the_whole(tmp_path_factory, parts, preset, line_mode, split_size, window):
+    text = "".join(parts)
+    data = text.encode("utf-8")
+    path = tmp_path_factory.mktemp("r") / "c.txt"
+    path.write_bytes(data)
+    specials = [EOT, "<s>"]
+    cutter = BlockCutter(specials, line_mode)
+    # first_cut, reading small windows, agrees with judging every position on the whole file
+    safe = [c for c in range(1, len(data)) if cutter._is_safe(data, c)]
+    with open(path, "rb") as handle:
+        for position in range(len(data) + 1):
+            expected = 0 if position == 0 else min([c for c in safe if c >= position] + [len(data)])
+            assert cutter.first_cut(handle, position, len(data), window=window) == expected
+    ranges = split_ranges(check_sources([str(path)]), split_size)
+    pieces = [b"".join(block for _, block in iter_range_blocks(part, cutter, 7)) for part in ranges]
+    assert b"".join(pieces) == data
+    settings_ = CountSettings(PRESETS[preset], tuple(specials), "bytes", line_mode)
+    total: Counter = Counter()
+    for part in ranges:
+        total += count_range(part, settings_, 7)[0]
+    assert total == whole_text_counts(text, PRESETS[preset], specials, line_mode)

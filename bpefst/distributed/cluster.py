@@ -9,10 +9,14 @@ environment, ``ray.init(runtime_env={"py_modules": [bpefst]})``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Iterator
 
 from ..errors import BpefstError
 
@@ -52,33 +56,73 @@ def connect(address: str | None = None) -> ModuleType:
 
 
 def quiet_driver() -> None:
-    """For the command line: keep Ray's own logging and progress bars off stderr (bpefst reports progress itself)."""
+    """For the command line: keep Ray's own output off stderr, which is for bpefst's one-line messages.
+
+    Ray Data logs through Python loggers and progress bars, but Ray's C++ core
+    writes warnings straight to file descriptor 2 (and the cluster processes a
+    local ``ray.init`` starts inherit it).  So descriptor 2 is pointed at
+    /dev/null and Python's ``sys.stderr`` moved to a duplicate of the real one:
+    bpefst's messages and progress display still reach the terminal, Ray's do
+    not (they stay in Ray's log files, under /tmp/ray/session_*/logs).
+    """
     os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
-    for name in ("ray", "ray.data", "ray.data._internal"):
-        logging.getLogger(name).setLevel(logging.ERROR)
     try:
-        from ray.data import DataContext
+        import ray.data  # noqa: F401  (Ray sets up its log handlers on import: on the stderr about to go quiet)
     except ImportError:
-        return
-    context = DataContext.get_current()
-    context.enable_progress_bars = False
-    if hasattr(context, "enable_operator_progress_bars"):
-        context.enable_operator_progress_bars = False
-    for name in ("ray", "ray.data", "ray.data._internal"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        pass  # reported when the engine is asked for
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        sys.stderr = io.TextIOWrapper(io.FileIO(real, "w"), encoding=sys.stderr.encoding, errors="backslashreplace", line_buffering=True)
+    except (OSError, ValueError, AttributeError):
+        pass  # no real descriptor 2 (an embedding host): leave stderr as it is
 
 
 def task_error(exc: BaseException) -> BpefstError | None:
-    """The BpefstError a worker raised, found inside Ray's wrappers (RayTaskError, Ray Data's), or None."""
-    seen = 0
+    """The BpefstError a worker raised, found inside Ray's wrappers (RayTaskError and its ``cause``), or None.
+
+    Only the first line of its message is kept: Ray Data appends its retry
+    notes to the original exception's message.
+    """
     current: BaseException | None = exc
-    while current is not None and seen < 16:
-        if isinstance(current, BpefstError):
-            message = str(current).strip().splitlines()
-            return BpefstError(message[-1] if message else type(current).__name__)
-        current = getattr(current, "cause", None) or current.__cause__ or current.__context__
-        seen += 1
+    for _ in range(16):
+        if current is None:
+            return None
+        cause = getattr(current, "cause", None)
+        if isinstance(current, BpefstError) and not isinstance(cause, BaseException):
+            lines = str(current).strip().splitlines()
+            return BpefstError(lines[0] if lines else type(current).__name__)
+        current = cause if isinstance(cause, BaseException) else (current.__cause__ or current.__context__)
     return None
+
+
+@contextlib.contextmanager
+def original_errors(dataset) -> Iterator[None]:
+    """While Ray Data runs ``dataset`` (a pipeline of ours), have it raise the UDF's own exception
+    (a BpefstError with its message) rather than a generic UserCodeException.  A Dataset runs
+    with the DataContext it was made with, so the setting goes there, and is restored after."""
+    context = dataset.context
+    before = context.raise_original_map_exception
+    context.raise_original_map_exception = True
+    try:
+        yield
+    finally:
+        context.raise_original_map_exception = before
+
+
+def reraise(exc: BaseException, what: str) -> None:
+    """Raise what the user should see for an exception out of Ray: the worker's own BpefstError,
+    a one-line BpefstError for Ray's failures (a task failing, a node lost), anything else as is."""
+    error = task_error(exc)
+    if error is not None:
+        raise error from None
+    if type(exc).__module__.split(".")[0] == "ray":
+        lines = str(exc).strip().splitlines()
+        raise BpefstError(f"{what} failed on Ray: {lines[0] if lines else type(exc).__name__}") from None
+    raise exc
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from ..training.counts import ChunkCounts, CountSettings, add_counts, counts_fro
 from ..training.counting import DEFAULT_BLOCK_SIZE
 from ..training.progress import TrainingProgress
 from ..training.sources import BlockCutter, ByteRange, check_sources, iter_range_blocks, split_ranges
-from .cluster import CrashOnce, connect, require_ray_data, task_error
+from .cluster import CrashOnce, connect, original_errors, require_ray_data, reraise
 
 DEFAULT_SPLIT_SIZE = 64 << 20
 MAX_RETRIES = 3
@@ -91,13 +91,10 @@ def count_files_on_ray(
             add_counts(total.counts, counts)
             total.corpus_bytes += covered
             progress.bytes_counted(covered)
-    except ray.exceptions.RayError as exc:
+    except BaseException as exc:
         for ref in pending:
             ray.cancel(ref, force=True)
-        error = task_error(exc)
-        if error is not None:
-            raise error from None
-        raise BpefstError(f"a Ray counting task failed: {str(exc).strip().splitlines()[0]}") from None
+        reraise(exc, "counting")
     progress.counting_done(len(total.counts))
     return total
 
@@ -130,8 +127,12 @@ def count_dataset(dataset: Any, settings: CountSettings, column: str = "text", *
         _count_batch, fn_kwargs={"settings": settings, "column": column}, batch_size=batch_size, batch_format="pyarrow"
     )
     total = ChunkCounts(settings)
-    for row in tables.iter_rows():
-        part = counts_from_bytes(row["counts"], "a worker's counts")
-        add_counts(total.counts, part.counts)
-        total.corpus_bytes += part.corpus_bytes
+    try:
+        with original_errors(tables):
+            for row in tables.iter_rows():
+                part = counts_from_bytes(row["counts"], "a worker's counts")
+                add_counts(total.counts, part.counts)
+                total.corpus_bytes += part.corpus_bytes
+    except Exception as exc:
+        reraise(exc, "counting")
     return total

@@ -54,7 +54,7 @@ from ..pipeline.datasets import (
 )
 from ..pipeline.inputs import InputFile
 from ..tokenizer import BPEModel
-from .cluster import CrashOnce, connect, require_ray_data, task_error
+from .cluster import CrashOnce, connect, original_errors, require_ray_data, reraise
 from .tokenizing import model_bytes
 
 JOURNAL_NAME = "manifest.partial.json"
@@ -197,6 +197,7 @@ def tokenize_files_on_ray(
         if source.path == "-":
             raise BpefstError("stdin cannot be read by other machines; give the inputs as files")
     settings = job.settings(model, inputs)
+    ray = connect(address)  # before anything is written: a missing Ray or a wrong address leaves no journal
     journal = _start(job, settings, resume)
     if journal is None:
         return _load_json(os.path.join(job.directory, MANIFEST_NAME))  # resumed a finished run
@@ -206,7 +207,7 @@ def tokenize_files_on_ray(
         if not journal.complete(n, job.file_format)
     ]
     if todo:
-        _run(model, job, todo, journal, address, workers, on_shard, _crash)
+        _run(ray, model, job, todo, journal, workers, on_shard, _crash)
     return _finish(job, journal, len(inputs), model)
 
 
@@ -249,8 +250,7 @@ def _difference(old: dict, new: dict) -> str | None:
     return None
 
 
-def _run(model: BPEModel, job: ShardJob, todo: list[dict], journal: Journal, address, workers, on_shard, crash) -> None:
-    ray = connect(address)
+def _run(ray: Any, model: BPEModel, job: ShardJob, todo: list[dict], journal: Journal, workers, on_shard, crash) -> None:
     data = require_ray_data()
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     # The artifact goes into the object store once; the actors get a reference inside a list,
@@ -266,15 +266,13 @@ def _run(model: BPEModel, job: ShardJob, todo: list[dict], journal: Journal, add
         num_cpus=1,
     )
     try:
-        for entry in written.iter_rows():
-            journal.record(entry)
-            if on_shard is not None:
-                on_shard(entry["number"], entry)
+        with original_errors(written):
+            for entry in written.iter_rows():
+                journal.record(entry)
+                if on_shard is not None:
+                    on_shard(entry["number"], entry)
     except Exception as exc:
-        error = task_error(exc)
-        if error is not None:
-            raise error from None
-        raise BpefstError(f"a Ray tokenizing task failed: {str(exc).strip().splitlines()[0]}") from None
+        reraise(exc, "tokenizing")
 
 
 def _finish(job: ShardJob, journal: Journal, count: int, model: BPEModel) -> dict:
