@@ -9,7 +9,7 @@ For programs that already hold a Ray Dataset (``ray.data.read_parquet``,
     counts = bpefst.ray.count(docs, column="text", special_tokens=["<|endoftext|>"])
     model = bpefst.ray.train(counts, vocab_size=32_000)            # merges, on the driver
     tokens = bpefst.ray.tokenize(docs, model, column="text", eot="<|endoftext|>")
-    tokens.write_parquet("s3://bucket/tokens/")                    # an ``ids`` column per row
+    bpefst.ray.write_shards(tokens, "/shared/shards", model, eot="<|endoftext|>")  # shard i <- block i
 
 ``count`` returns a :class:`~bpefst.training.counts.ChunkCounts` (save it with
 ``save_counts`` and merge it with tables counted elsewhere); ``tokenize`` a
@@ -24,11 +24,11 @@ import os
 from typing import Any, Iterable, Sequence
 
 from .distributed.counting import count_dataset, count_files_on_ray
-from .distributed.tokenizing import tokenize_dataset
+from .distributed.tokenizing import load_model, token_id, tokenize_dataset
 from .tokenizer import BPEModel
 from .training.counts import ChunkCounts, CountSettings, load_counts, save_counts, sum_counts, train_on_counts
 
-__all__ = ["ChunkCounts", "count", "count_files", "load_counts", "save_counts", "sum_counts", "tokenize", "train"]
+__all__ = ["ChunkCounts", "count", "count_files", "load_counts", "save_counts", "sum_counts", "tokenize", "train", "write_shards"]
 
 
 def count(
@@ -85,4 +85,30 @@ def tokenize(
     ``bot``/``eot`` around it, by an actor pool that loads the tokenizer once per worker."""
     return tokenize_dataset(
         dataset, tokenizer, column, eot=eot, bot=bot, allowed_special=allowed_special, workers=workers, batch_size=batch_size
+    )
+
+
+def write_shards(
+    dataset: Any,
+    directory: str,
+    tokenizer: "BPEModel | str | os.PathLike",
+    *,
+    column: str = "ids",
+    file_format: str = "bin",
+    dtype: str = "auto",
+    eot: int | str | None = None,
+    bot: int | str | None = None,
+) -> dict:
+    """Write a tokenized dataset's ``ids`` as the shard directory of ``bpefst tokenize --output-dir``
+    (shard i <- block i, written by Ray tasks; ``manifest.json`` last); returns the manifest.
+
+    ``tokenizer`` is the one the ids come from (for the manifest and the
+    dtype); ``eot``/``bot`` are recorded in the manifest.
+    """
+    from .distributed.dataset_shards import write_dataset_shards
+
+    model = load_model(tokenizer)
+    return write_dataset_shards(
+        dataset, directory, model, column=column, file_format=file_format, dtype=dtype,
+        eot=token_id(model, eot, "eot"), bot=token_id(model, bot, "bot"),
     )

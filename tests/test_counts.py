@@ -178,6 +178,8 @@ def test_cli_bad_inputs(tmp_path):
     corpus.write_text("some text\n")
     counts = tmp_path / "c.counts"
     assert run("count", str(corpus), "-o", str(counts), "-q").returncode == 0
+    info = run("info", str(counts)).stdout.decode()
+    assert "kind:                       counts" in info and "distinct_chunks:            3" in info and "corpus_bytes:               10" in info
     assert run("train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "tok.bpefst"), "-q").returncode == 0
     out = str(tmp_path / "t.bpefst")
     assert_user_error(run("train", "--from-counts", str(tmp_path / "tok.bpefst"), "--vocab-size", "300", "-o", out), "expected a counts artifact, found a tokenizer artifact")

@@ -178,6 +178,33 @@ def test_ray_tokenize_equals_the_encoder_row_by_row_despite_a_dying_worker(clust
         bpefst.ray.tokenize(dataset, model, eot="<|nope|>")
 
 
+def test_write_shards_of_a_tokenized_dataset(cluster, tmp_path):
+    from bpefst.distributed.dataset_shards import write_dataset_shards
+    from bpefst.pipeline.datasets import iter_id_blocks
+    from bpefst.pipeline.encoder import Tokenizer
+
+    model = load_tokenizer(require_shared() / "gpt2" / "vocab.json")
+    docs = documents()
+    eot = model.specials[EOT]
+    dataset = ray.data.from_items([{"text": d} for d in docs], override_num_blocks=5)
+    tokens = bpefst.ray.tokenize(dataset, model, eot=EOT, batch_size=32)
+    marker = tmp_path / "crashed"
+    manifest = write_dataset_shards(tokens, str(tmp_path / "shards"), model, eot=eot, _crash=CrashOnce(str(marker), 1))
+    assert marker.exists()
+    tok = Tokenizer(model)
+    expected, ends = [], []
+    for doc in docs:  # the oracle: the encoder, document after document, in the dataset's order
+        expected += tok.encode(doc, allowed_special=(), disallowed_special=()) + [eot]
+        ends.append(len(expected))
+    assert [i for block in iter_id_blocks(str(tmp_path / "shards"), "shards") for i in block] == expected
+    assert [i for block in iter_id_blocks(str(tmp_path / "shards" / "index.npy"), "npy") for i in block] == ends
+    assert manifest["documents"] == len(docs) and manifest["eot"] == eot and manifest["dtype"] == "uint16"
+    assert len(manifest["shards"]) >= 2
+    assert sorted(os.listdir(tmp_path / "shards")) == ["index.npy", "manifest.json"] + [s["file"] for s in manifest["shards"]]
+    with pytest.raises(BpefstError, match="already holds shards"):
+        bpefst.ray.write_shards(tokens, str(tmp_path / "shards"), model)
+
+
 # -- bpefst tokenize --engine ray: shards == one machine's, byte for byte ----------------------
 
 

@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 from ..errors import BpefstError
 from ..pipeline.datasets import (
     DTYPES,
+    Dtype,
     INDEX_NAME,
     MANIFEST_NAME,
     AtomicFile,
@@ -276,33 +277,43 @@ def _run(ray: Any, model: BPEModel, job: ShardJob, todo: list[dict], journal: Jo
 
 
 def _finish(job: ShardJob, journal: Journal, count: int, model: BPEModel) -> dict:
-    """index.npy from the ends files, then manifest.json; the journal and the ends files go."""
-    directory = job.directory
+    """Every shard written: index.npy and manifest.json, then the journal goes."""
     missing = [n for n in range(count) if not journal.complete(n, job.file_format)]
     if missing:
         raise BpefstError(f"shard {missing[0]} is missing after the run; rerun with --resume")
-    shards = [journal.done[n] for n in range(count)]
+    entries = [{"number": n, **journal.done[n]} for n in range(count)]
+    manifest = finish_shards(job.directory, entries, DTYPES[job.dtype], job.file_format, model, eot=job.eot, bot=job.bot,
+                             extra={"run": journal.settings})
+    os.unlink(journal.path)
+    return manifest
+
+
+def finish_shards(directory: str, entries: list[dict], dtype: Dtype, file_format: str, model: BPEModel, *,
+                  eot: int | None = None, bot: int | None = None, extra: dict | None = None) -> dict:
+    """The shards ``entries`` (numbered 0, 1, ...) are complete: stream their ends files into index.npy (adding each
+    shard's offset in the stream), write manifest.json, remove the ends files and dead attempts' temporary files."""
+    entries = sorted(entries, key=lambda entry: entry["number"])
+    if [entry["number"] for entry in entries] != list(range(len(entries))):
+        raise BpefstError("internal error: shard numbers are not 0, 1, 2, ...")
     index = IdWriter(DTYPES["uint64"], "npy", path=os.path.join(directory, INDEX_NAME))
     offset = 0
     try:
-        for n, shard in enumerate(shards):
-            for block in iter_id_blocks(os.path.join(directory, ends_name(n)), "npy"):
+        for entry in entries:
+            for block in iter_id_blocks(os.path.join(directory, ends_name(entry["number"])), "npy"):
                 index.write([offset + end for end in block])
-            offset += shard["ids"]
+            offset += entry["ids"]
         index.close()
     except BaseException:
         index.abort()
         raise
-    manifest = write_manifest(
-        directory, shards, DTYPES[job.dtype], job.file_format, fingerprint=model.fingerprint, max_id=model.max_id,
-        eot=job.eot, bot=job.bot, index=INDEX_NAME, extra={"run": journal.settings},
-    )
-    os.unlink(journal.path)
-    _remove_leftovers(directory, count)
+    shards = [{key: entry[key] for key in ("file", "ids", "documents", "bytes")} for entry in entries]
+    manifest = write_manifest(directory, shards, dtype, file_format, fingerprint=model.fingerprint, max_id=model.max_id,
+                              eot=eot, bot=bot, index=INDEX_NAME, extra=extra)
+    _remove_leftovers(directory)
     return manifest
 
 
-def _remove_leftovers(directory: str, count: int) -> None:
+def _remove_leftovers(directory: str) -> None:
     """The ends files, and temporary files of attempts that died before renaming theirs."""
     for name in os.listdir(directory):
         if name.startswith("ends_") or (name.startswith((".shard_", ".ends_", f".{JOURNAL_NAME}")) and name.endswith(".tmp")):

@@ -225,6 +225,16 @@ def to_body(table: ChunkCounts) -> dict:
         "lengths": pack_ints(lengths, length_code),
         "count_type": count_code,
         "counts": pack_ints(counts, count_code),
+        # for `bpefst info`
+        "stats": {
+            "distinct_chunks": len(chunks),
+            "chunks": sum(counts),
+            "corpus_bytes": table.corpus_bytes,
+            "pattern": _show_pattern(settings.pattern),
+            "specials": ", ".join(settings.specials) or "none",
+            "alphabet": settings.alphabet,
+            "lines_on_their_own": settings.line_mode,
+        },
     }
 
 
