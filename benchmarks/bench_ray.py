@@ -102,23 +102,31 @@ class Sampler(threading.Thread):
             return
         while not self.done.is_set():
             try:
-                self.driver = max(self.driver, driver.memory_info().rss)
-                kids = [c.memory_info().rss for c in driver.children(recursive=True)]
-                self.children = max([self.children, *kids])
-            except psutil.Error:
+                self.sample(psutil, driver)
+            except Exception:  # a process vanishing mid-scan must not end the sampling
                 pass
-            workers = []
-            for process in psutil.process_iter(["cmdline"]) if self.ray else ():
-                try:
-                    cmdline = process.info["cmdline"] or []
-                    if cmdline and cmdline[0].startswith("ray::"):  # worker processes (not raylet, GCS, monitors)
-                        workers.append(process.memory_info().rss)
-                except psutil.Error:
-                    continue
-            if workers:
-                self.ray_worker = max(self.ray_worker, max(workers))
-                self.ray_total = max(self.ray_total, sum(workers))
             self.done.wait(0.2)
+
+    def sample(self, psutil, driver) -> None:
+        self.driver = max(self.driver, driver.memory_info().rss)
+        kids = []
+        for child in driver.children(recursive=True):
+            try:
+                kids.append(child.memory_info().rss)
+            except psutil.Error:
+                continue
+        self.children = max([self.children, *kids])
+        workers = []
+        for process in psutil.process_iter(["cmdline"]) if self.ray else ():
+            try:
+                cmdline = process.info["cmdline"] or []
+                if cmdline and cmdline[0].startswith("ray::"):  # worker processes (not raylet, GCS, monitors)
+                    workers.append(process.memory_info().rss)
+            except psutil.Error:
+                continue
+        if workers:
+            self.ray_worker = max(self.ray_worker, max(workers))
+            self.ray_total = max(self.ray_total, sum(workers))
 
 
 def run(args: list[str], ray: bool = False) -> dict:
