@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Sequence
 
-from .distributed.counting import count_dataset, count_files_on_ray
+from .distributed.counting import DEFAULT_SPLIT_SIZE, count_dataset, count_files_on_ray
 from .distributed.tokenizing import load_model, token_id, tokenize_dataset
 from .tokenizer import BPEModel
 from .training.counts import ChunkCounts, CountSettings, load_counts, save_counts, sum_counts, train_on_counts
@@ -57,7 +57,7 @@ def count_files(
     special_tokens: Sequence[str] = (),
     alphabet: str = "bytes",
     tie_break: str = "lexicographic",
-    split_size: int = 64 << 20,
+    split_size: int = DEFAULT_SPLIT_SIZE,
 ) -> ChunkCounts:
     """Chunk counts of text files that every node can read, split into byte ranges of about ``split_size``."""
     settings = CountSettings.for_training(pattern, special_tokens, alphabet, tie_break)

@@ -214,7 +214,7 @@ from test_train import text_strategy, whole_text_counts  # noqa: E402  (the whol
 @settings(max_examples=120, deadline=None)
 @given(
     parts=st.lists(st.one_of(text_strategy, st.sampled_from([EOT, "<s>", "Ab\nCd ef"])), max_size=10),
-    preset=st.sampled_from(["gpt2", "cl100k", "o200k", "whitespace"]),
+    preset=st.sampled_from(["gpt2", "cl100k", "o200k", "whitespace", "none"]),
     line_mode=st.booleans(),
     split_size=st.integers(min_value=1, max_value=60),
     window=st.integers(min_value=1, max_value=40),
@@ -225,7 +225,8 @@ def test_split_ranges_read_every_byte_once_and_count_like_the_whole(tmp_path_fac
     path = tmp_path_factory.mktemp("r") / "c.txt"
     path.write_bytes(data)
     specials = [EOT, "<s>"]
-    cutter = BlockCutter(specials, line_mode)
+    pattern = PRESETS.get(preset)  # none: no pre-tokenization, the text between specials is one chunk
+    cutter = BlockCutter(specials, line_mode, pattern is not None)
     # first_cut, reading small windows, agrees with judging every position on the whole file
     safe = [c for c in range(1, len(data)) if cutter._is_safe(data, c)]
     with open(path, "rb") as handle:
@@ -235,8 +236,10 @@ def test_split_ranges_read_every_byte_once_and_count_like_the_whole(tmp_path_fac
     ranges = split_ranges(check_sources([str(path)]), split_size)
     pieces = [b"".join(block for _, block in iter_range_blocks(part, cutter, 7)) for part in ranges]
     assert b"".join(pieces) == data
-    settings_ = CountSettings(PRESETS[preset], tuple(specials), "bytes", line_mode)
+    settings_ = CountSettings(pattern, tuple(specials), "bytes", line_mode)
     total: Counter = Counter()
     for part in ranges:
         total += count_range(part, settings_, 7)[0]
-    assert total == whole_text_counts(text, PRESETS[preset], specials, line_mode)
+    assert total == whole_text_counts(text, pattern, specials, line_mode)
+    local = count_files([str(path)], settings_, jobs=1, block_size=5).counts  # one machine's blocks, cut the same way
+    assert local == total

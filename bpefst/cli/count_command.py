@@ -12,13 +12,13 @@ from typing import Callable
 import click
 
 from ..artifact import check_writable, refuse_overwriting_inputs
+from ..distributed.counting import DEFAULT_SPLIT_SIZE  # no Ray import: Ray is imported when a task is sent
 from ..training import ALPHABETS, TIE_BREAKS
 from ..training.counts import ChunkCounts, CountSettings, count_files, save_counts
 from ..training.progress import TrainingProgress
 from .common import user_errors
 
 ENGINES = ("local", "ray")
-DEFAULT_SPLIT_SIZE = 64 << 20
 
 
 def engine_options(command: Callable) -> Callable:

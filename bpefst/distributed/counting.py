@@ -41,7 +41,7 @@ MAX_RETRIES = 3
 def count_range(part: ByteRange, settings: CountSettings, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Counter, int]:
     """Chunk counts of one range of a file, and the bytes it covered (runs in a worker)."""
     counter = settings.counter()
-    cutter = BlockCutter(settings.specials, settings.line_mode)
+    cutter = BlockCutter(settings.specials, settings.line_mode, settings.pattern is not None)
     counts: Counter = Counter()
     covered = 0
     for offset, data in iter_range_blocks(part, cutter, block_size):

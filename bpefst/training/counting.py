@@ -96,7 +96,7 @@ def count_chunks(
 ) -> Counter:
     """Chunk -> number of occurrences over all sources."""
     jobs = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
-    blocks = _all_blocks(sources, BlockCutter(counter.specials, counter.line_mode), block_size)
+    blocks = _all_blocks(sources, BlockCutter(counter.specials, counter.line_mode, counter.pattern is not None), block_size)
     first = next(blocks, None)
     second = next(blocks, None) if first is not None else None
     if second is None or jobs == 1:

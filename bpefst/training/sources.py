@@ -119,9 +119,12 @@ class BlockCutter:
     _MAX_NEWLINES = 4096  # newlines tried per call, so that a run of blank lines stays linear
     _SPACE_WINDOW = 1 << 20
 
-    def __init__(self, specials: Sequence[str], line_mode: bool):
+    def __init__(self, specials: Sequence[str], line_mode: bool, pretokenized: bool = True):
         self.specials = [s.encode("utf-8") for s in specials]
         self.line_mode = line_mode
+        # Without a pre-tokenization pattern the whole text between special tokens is one chunk
+        # (one line, with line_mode): only special tokens (and line ends) are safe cuts then.
+        self.pretokenized = pretokenized
         self._candidate_re = None
 
     def __call__(self, buf: bytes | bytearray, start: int = 0) -> int:
@@ -132,7 +135,9 @@ class BlockCutter:
         """
         start = max(0, start - 8)
         special = self._special_cut(buf, start)
-        cut = self._newline_cut(buf, start) or self._space_cut(buf, start)
+        if not self.pretokenized and not self.line_mode:
+            return special
+        cut = self._newline_cut(buf, start) or (self._space_cut(buf, start) if self.pretokenized else 0)
         if cut > special and not self._straddles(buf, cut):
             return cut
         return special
@@ -183,9 +188,11 @@ class BlockCutter:
             return False
         if any(buf.startswith(s, cut) for s in self.specials):
             return True
+        if not self.pretokenized and not self.line_mode:
+            return False
         if cut > 0 and buf[cut - 1] == 0x0A and (self.line_mode or self._newline_is_safe(buf, cut - 1)):
             return True
-        return cut > 0 and self._SPACE_CUT.match(buf, cut - 1) is not None
+        return self.pretokenized and cut > 0 and self._SPACE_CUT.match(buf, cut - 1) is not None
 
     def _special_cut(self, buf: bytes | bytearray, start: int) -> int:
         starts = [buf.rfind(s, max(0, start - len(s))) for s in self.specials]
