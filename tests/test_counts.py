@@ -190,6 +190,8 @@ def test_cli_bad_inputs(tmp_path):
     assert_user_error(run("train", "--from-counts", str(counts), "--jobs", "2", "--vocab-size", "300", "-o", out), "drop --engine and --jobs")
     assert_user_error(run("train", "--from-counts", str(counts), "--vocab-size", "100", "-o", out), "smaller than the initial vocabulary")
     assert_user_error(run("train", str(corpus), "--address", "auto", "--vocab-size", "300", "-o", out), "--engine ray only")
+    assert_user_error(run("count", str(corpus), "--engine", "ray", "--jobs", "2", "-o", str(tmp_path / "j.counts")), "--jobs applies to --engine local")
+    assert_user_error(run("count", str(corpus), "--split-size", "4096", "-o", str(tmp_path / "j.counts")), "--engine ray only")
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     assert run("count", str(empty), "-o", str(tmp_path / "e.counts"), "-q").returncode == 0  # an empty part is a part

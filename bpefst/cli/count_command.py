@@ -12,6 +12,7 @@ from typing import Callable
 import click
 
 from ..artifact import check_writable, refuse_overwriting_inputs
+from ..errors import BpefstError
 from ..distributed.counting import DEFAULT_SPLIT_SIZE  # no Ray import: Ray is imported when a task is sent
 from ..training import ALPHABETS, TIE_BREAKS
 from ..training.counts import ChunkCounts, CountSettings, count_files, save_counts
@@ -55,6 +56,14 @@ def counting_options(command: Callable) -> Callable:
     ):
         command = decorator(command)
     return command
+
+
+def check_engine_options(engine: str, address: str | None, split_size: int, jobs: int | None) -> None:
+    """Refuse engine options that the chosen engine would ignore."""
+    if engine != "ray" and (address is not None or split_size != DEFAULT_SPLIT_SIZE):
+        raise BpefstError("--address and --split-size apply to --engine ray only")
+    if engine == "ray" and jobs is not None:
+        raise BpefstError("--jobs applies to --engine local; a Ray cluster runs as many tasks as it has CPUs")
 
 
 def count_with_engine(
@@ -114,6 +123,7 @@ def count(
     """
     from .train_command import progress_display
 
+    check_engine_options(engine, address, split_size, jobs)
     check_writable(output)
     refuse_overwriting_inputs(output, corpus)
     settings = CountSettings.for_training(pattern, special_tokens, alphabet or "bytes", tie_break or "lexicographic")

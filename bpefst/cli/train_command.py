@@ -15,7 +15,7 @@ from ..tokenizer.formats.gpt2 import sibling_merges
 from ..training import TrainingProgress, train_bpe
 from ..training.counts import CountSettings, load_counts, sum_counts, train_on_counts
 from .common import user_errors
-from .count_command import DEFAULT_SPLIT_SIZE, count_with_engine, counting_options, engine_options
+from .count_command import check_engine_options, count_with_engine, counting_options, engine_options
 
 
 @click.command()
@@ -71,10 +71,7 @@ def train(
     check_tokenizer_output(output, fmt, corpus)
     if from_counts and (engine != "local" or jobs is not None):
         raise BpefstError("--from-counts reads count tables, which need no counting: drop --engine and --jobs")
-    if engine != "ray" and (address is not None or split_size != DEFAULT_SPLIT_SIZE):
-        raise BpefstError("--address and --split-size apply to --engine ray only")
-    if engine == "ray" and jobs is not None:
-        raise BpefstError("--jobs applies to --engine local; a Ray cluster runs as many tasks as it has CPUs")
+    check_engine_options(engine, address, split_size, jobs)
     progress = progress_display(quiet)
     started = time.perf_counter()
     try:
