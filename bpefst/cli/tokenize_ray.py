@@ -8,7 +8,7 @@ import click
 
 from ..errors import BpefstError
 
-DEFAULT_SHARD_SIZE = 100_000_000
+DEFAULT_SHARD_SIZE = 100_000_000  # the local engine's default (a given --shard-size cannot be told from it)
 
 
 def tokenize_on_ray(*, tokenizer: str, sources, pattern, specials, fmt: str, output, output_dir, shard_size: int, dtype: str,
@@ -28,7 +28,7 @@ def tokenize_on_ray(*, tokenizer: str, sources, pattern, specials, fmt: str, out
     if not output_dir:
         raise BpefstError("--engine ray writes shards: give --output-dir DIR (a directory every worker can write)")
     ignored = [name for name, given in (("--output", output), ("--index", index_path), ("--jobs", jobs != 1),
-                                        ("--shard-size", shard_size != DEFAULT_SHARD_SIZE), ("--cache-size", cache_size),
+                                        ("--shard-size", shard_size not in (None, DEFAULT_SHARD_SIZE)), ("--cache-size", cache_size),
                                         ("--max-states", max_states)) if given]
     if ignored:
         raise BpefstError(f"{ignored[0]} does not apply to --engine ray (shard i holds input i; workers use one process per CPU)")
