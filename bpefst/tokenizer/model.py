@@ -30,7 +30,7 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
-from operator import add, itemgetter
+from operator import add, itemgetter, sub
 from typing import Union
 
 import msgpack
@@ -43,6 +43,7 @@ LEVELS = ("byte", "char")
 # Ids are stored as uint32 (artifacts, automata tables) and HF reads them as u32
 MAX_ID = 2**32 - 1
 _LEFT, _RIGHT = itemgetter(0), itemgetter(1)
+_SINGLE_BYTES = [bytes([b]) for b in range(256)]
 # Ids may leave gaps (specials placed after a reserved range), but not gaps that would size
 # tables by an id far beyond the vocabulary (issue 16, item 6): largest id < 4 x tokens + 65,536.
 SPARSE_FACTOR = 4
@@ -127,7 +128,8 @@ class BPEModel:
     def base_ids(self) -> frozenset[int]:
         """Ids of the base alphabet: single bytes, or the tokens no merge produces."""
         if self.level == "byte":
-            return frozenset(i for i, t in self.vocab.items() if len(t) == 1)
+            ids = map(self.token_to_id.get, _SINGLE_BYTES)
+            return frozenset(i for i in ids if i is not None)
         produced = set(self.merge_results)
         return frozenset(i for i in self.vocab if i not in produced)
 
@@ -231,15 +233,13 @@ class BPEModel:
             return False
         # properness: each side of merge k is a base symbol or produced by a merge ranked below k
         produced_at: dict[int, int] = dict(zip(reversed(results), range(len(results) - 1, -1, -1)))
-        base = self.base_ids
-        built_rank = {i: -1 for i in base}
-        for token, rank in produced_at.items():
-            if token not in built_rank:
-                built_rank[token] = rank
+        built_rank = produced_at  # base symbols are never merge results: -1 for them
+        built_rank.update(dict.fromkeys(self.base_ids, -1))
         never = len(merges)
         left_ranks = map(built_rank.get, map(_LEFT, merges), repeat(never))
         right_ranks = map(built_rank.get, map(_RIGHT, merges), repeat(never))
-        return all(l < k and r < k for k, l, r in zip(range(never), left_ranks, right_ranks))
+        # merge k is proper iff both sides were built before it: max(rank(left), rank(right)) - k < 0 for every k
+        return max(map(sub, map(max, left_ranks, right_ranks), range(never)), default=-1) < 0
 
     def _validate_entries(self) -> None:
         if self.level not in LEVELS:
@@ -303,7 +303,7 @@ class BPEModel:
         canonical = [
             self.level,
             sorted(self.vocab.items()),
-            [list(m) for m in self.merges],
+            self.merges,  # msgpack writes a tuple as the array a list would be: the same bytes
             sorted(self.specials.items()),
             self.pattern,
             self.end_of_word_suffix,

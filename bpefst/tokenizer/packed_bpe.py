@@ -13,7 +13,7 @@ refreshes the two pairs next to it.  O(n^2) for a chunk of n symbols, in C.
 from __future__ import annotations
 
 from itertools import repeat
-from operator import lshift, or_
+from operator import itemgetter, lshift, or_
 from typing import Iterable, Sequence
 
 NO_PAIR = 1 << 62
@@ -22,7 +22,9 @@ _RESULT = 0xFFFFFFFF
 
 def pack_merges(merges: Sequence[tuple[int, int]], results: Sequence[int], shift: int) -> dict[int, int]:
     """The packed table of ``merges`` (in rank order) producing ``results``."""
-    return {(a << shift) | b: (rank << 32) | result for rank, ((a, b), result) in enumerate(zip(merges, results))}
+    pairs = map(or_, map(lshift, map(itemgetter(0), merges), repeat(shift)), map(itemgetter(1), merges))
+    values = map(or_, map(lshift, range(len(merges)), repeat(32)), results)
+    return dict(zip(pairs, values))
 
 
 def pair_shift(ids: Iterable[int]) -> int:
