@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_compile.py
 	$(BIN)/python benchmarks/bench_tokenize.py
 	$(BIN)/python benchmarks/bench_promote.py
+	$(BIN)/python benchmarks/bench_guided.py
 
 clean:
 	rm -rf build $(VENV)

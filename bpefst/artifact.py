@@ -2,12 +2,19 @@
 
 Everything bpefst writes is a msgpack map::
 
-    {"format": "bpefst", "kind": KIND, "schema": N, "fingerprint": HEX, "body": {...}}
+    {"format": "bpefst", "kind": KIND, "schema": N, "fingerprint": HEX, "checksum": HEX, "body": {...}}
 
 ``kind`` is one of :data:`KINDS`; ``fingerprint`` identifies the tokenizer the
 artifact was built from (empty for a standalone automaton).  Loading checks all
 four header fields and fails with a plain message naming what was expected and
-what was found.  Large integer tables go in the body as packed arrays
+what was found.
+
+``checksum`` is the SHA-256 of the body's packed bytes exactly as they sit in
+the file (the body is written last, so its bytes are one slice of the file):
+any flipped bit or truncation in any artifact kind is refused on load, at the
+cost of hashing the body once -- no re-encoding.  An artifact without a
+checksum (written before bpefst had one) is refused with a message saying to
+rebuild it, rather than read unchecked.  Large integer tables go in the body as packed arrays
 (:func:`pack_ints` / :func:`unpack_ints`), not as lists of msgpack ints, which
 keeps files small and loading fast.
 
@@ -20,6 +27,7 @@ written in place, since renaming over it would replace the device itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import sys
@@ -55,9 +63,34 @@ def unpack_ints(data: bytes, typecode: str = "I") -> array:
     return arr
 
 
+# Files read so far, once the command line has asked for them to be recorded (record_inputs):
+# a reader may open files its caller never named (vocab.json's merges.txt), and no write
+# may replace any of them.  Off for library use, where rewriting a file one loaded is fine.
+_inputs: list[str] | None = None
+
+
+def record_inputs() -> None:
+    """From now on, remember every file a reader opens and refuse to write over it."""
+    global _inputs
+    _inputs = []
+
+
+def note_input(path: str | os.PathLike) -> None:
+    """A reader opened ``path`` (recorded only after :func:`record_inputs`)."""
+    if _inputs is not None and str(path) not in ("", "-"):
+        _inputs.append(os.fspath(path))
+
+
+def recorded_inputs() -> list[str]:
+    """The files read so far (empty unless recording)."""
+    return list(_inputs or ())
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename (devices and FIFOs in place)."""
     name = path
+    if _inputs:
+        refuse_overwriting_inputs(path, _inputs)
     if _is_special(path):
         _write_in_place(path, data)
         return
@@ -151,12 +184,30 @@ def _current_umask() -> int:
     return mask
 
 
-def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> None:
-    """Serialize ``body`` under a header and write it atomically to ``path``."""
+def pack_artifact(kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> bytes:
+    """The artifact's bytes: a header map whose last entry is the body, with the body's checksum in the header."""
     if kind not in KINDS:
         raise ValueError(f"unknown artifact kind {kind!r}")
-    document = {"format": FORMAT_NAME, "kind": kind, "schema": schema, "fingerprint": fingerprint, "body": body}
-    atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
+    packed_body = msgpack.packb(body, use_bin_type=True)
+    header = {"format": FORMAT_NAME, "kind": kind, "schema": schema, "fingerprint": fingerprint,
+              "checksum": hashlib.sha256(packed_body).hexdigest()}
+    # A map of len(header) + 1 entries, written by hand so that the body's bytes go in verbatim, last.
+    parts = [_map_header(len(header) + 1)]
+    parts.extend(msgpack.packb(x, use_bin_type=True) for item in header.items() for x in item)
+    parts.append(msgpack.packb("body"))
+    parts.append(packed_body)
+    return b"".join(parts)
+
+
+def _map_header(size: int) -> bytes:
+    """msgpack's fixmap header (a map of fewer than 16 entries)."""
+    assert 0 <= size < 16
+    return bytes([0x80 | size])
+
+
+def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> None:
+    """Serialize ``body`` under a header and write it atomically to ``path``."""
+    atomic_write_bytes(path, pack_artifact(kind, schema, fingerprint, body))
 
 
 def peek_kind(path: str | os.PathLike) -> str | None:
@@ -178,21 +229,45 @@ def read_header_and_body(path: str | os.PathLike) -> dict[str, Any]:
             raw = handle.read()
     except OSError as exc:
         raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    note_input(path)
     return parse_artifact(raw, str(path))
 
 
 def parse_artifact(raw: bytes, name: str) -> dict[str, Any]:
-    """Decode and sanity-check the header of an artifact held in memory."""
+    """Decode an artifact held in memory, check its header's shape and the body's checksum."""
     try:
-        document = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        document, body_bytes = _unpack_document(raw)
     except Exception as exc:  # msgpack raises several unrelated types on bad data
         raise ArtifactError(f"{name}: not a bpefst artifact (truncated or corrupted msgpack: {type(exc).__name__})") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
+    if document.get("format") != FORMAT_NAME:
         raise ArtifactError(f"{name}: not a bpefst artifact (missing header)")
     for field, kind in (("kind", str), ("schema", int), ("fingerprint", str), ("body", dict)):
-        if not isinstance(document.get(field), kind):
+        if not isinstance(document.get(field), kind) or isinstance(document.get(field), bool):
             raise ArtifactError(f"{name}: corrupted artifact header (field {field!r})")
+    checksum = document.get("checksum")
+    if checksum is None:
+        raise ArtifactError(f"{name}: this {document['kind']} artifact has no integrity checksum (written by an older "
+                            f"bpefst); rebuild it with this one (bpefst convert / compile / promote)")
+    if not isinstance(checksum, str) or hashlib.sha256(body_bytes).hexdigest() != checksum:
+        raise ArtifactError(f"{name}: corrupted artifact (the body does not match its checksum)")
     return document
+
+
+def _unpack_document(raw: bytes) -> tuple[dict[str, Any], memoryview]:
+    """The top-level map, and the exact bytes its ``body`` value was decoded from."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(raw), 1))
+    unpacker.feed(raw)
+    document: dict[str, Any] = {}
+    body_bytes = memoryview(b"")
+    for _ in range(unpacker.read_map_header()):
+        key = unpacker.unpack()
+        start = unpacker.tell()
+        document[key] = unpacker.unpack()
+        if key == "body":
+            body_bytes = memoryview(raw)[start : unpacker.tell()]
+    if unpacker.tell() != len(raw):
+        raise ValueError("extra data after the artifact")
+    return document, body_bytes
 
 
 def read_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str | None = None) -> dict[str, Any]:
@@ -218,3 +293,8 @@ def check_header(document: dict[str, Any], name: str, kind: str, schema: int, fi
             f"{name}: built from tokenizer {document['fingerprint'][:16]}, "
             f"but the tokenizer given is {fingerprint[:16]}"
         )
+
+
+def repack(document: dict[str, Any]) -> bytes:
+    """Bytes of a decoded ``document`` (header + body) with a fresh checksum: for tools and tests that edit artifacts."""
+    return pack_artifact(document["kind"], document["schema"], document["fingerprint"], document["body"])

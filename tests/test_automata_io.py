@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpefst.artifact import pack_ints, write_artifact
+from bpefst.artifact import pack_ints, repack, write_artifact
 from bpefst.automata import DFA, NFA, StateLimitExceeded, determinize, from_bytes, load, save, thompson, to_bytes, to_dot
 from bpefst.automata.serialize import to_body
 from bpefst.errors import ArtifactError
@@ -65,7 +65,7 @@ SAMPLE = DFA([{0: 1, 1: 2}, {0: 2}, {1: 0}], 0, {2})
 def _corrupt(**changes):
     doc = _document(SAMPLE)
     doc["body"].update(changes)
-    return msgpack.packb(doc, use_bin_type=True)
+    return repack(doc)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import msgpack
 import pytest
 from regex import findall as regex_findall
 
-from bpefst.artifact import write_artifact
+from bpefst.artifact import repack, write_artifact
 from bpefst.errors import ArtifactError, BpefstError
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, format_losses, load_tokenizer, save_tokenizer
 from bpefst.tokenizer.formats import native
@@ -150,12 +150,12 @@ def test_corrupted_artifact(tmp_path) -> None:
     path = _artifact(tmp_path)
     document = msgpack.unpackb(path.read_bytes())
     document["body"]["offsets"] = document["body"]["offsets"][:-4]
-    path.write_bytes(msgpack.packb(document))
+    path.write_bytes(repack(document))
     with pytest.raises(ArtifactError, match="corrupted"):
         load_tokenizer(path)
     document = msgpack.unpackb(_artifact(tmp_path).read_bytes())
     document["body"]["tokens"] = b"x" + document["body"]["tokens"][1:]
-    path.write_bytes(msgpack.packb(document))
+    path.write_bytes(repack(document))
     with pytest.raises(BpefstError):
         load_tokenizer(path)
 

@@ -14,6 +14,7 @@ import json
 import msgpack
 import pytest
 
+from bpefst.artifact import repack
 from bpefst.bpe.transducer_io import compile_transducer, read_transducer, write_transducer
 from bpefst.errors import ArtifactError, BpefstError
 from bpefst.tokenizer import ReferenceEncoder, load_tokenizer, save_tokenizer
@@ -343,7 +344,7 @@ def test_transducer_body_of_the_wrong_shape_is_an_artifact_error(tmp_path, field
     write_transducer(path, model, transducer, stats)
     document = msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
     document["body"][field] = value
-    path.write_bytes(msgpack.packb(document, use_bin_type=True))
+    path.write_bytes(repack(document))
     with pytest.raises(ArtifactError, match=f"body field '{field}'"):
         read_transducer(path)
     if field == "stats":

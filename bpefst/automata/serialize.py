@@ -21,9 +21,7 @@ from itertools import islice
 from operator import le
 from typing import Any
 
-import msgpack
-
-from ..artifact import FORMAT_NAME, check_header, pack_ints, parse_artifact, read_header_and_body, unpack_ints, write_artifact
+from ..artifact import check_header, pack_artifact, pack_ints, parse_artifact, read_header_and_body, unpack_ints, write_artifact
 from ..errors import ArtifactError
 from .dfa import DFA
 
@@ -107,8 +105,7 @@ def from_body(body: dict[str, Any], name: str = "automaton") -> DFA:
 
 def to_bytes(dfa: DFA, fingerprint: str = "") -> bytes:
     """The complete artifact (header + body) as bytes."""
-    document = {"format": FORMAT_NAME, "kind": KIND, "schema": SCHEMA, "fingerprint": fingerprint, "body": to_body(dfa)}
-    return msgpack.packb(document, use_bin_type=True)
+    return pack_artifact(KIND, SCHEMA, fingerprint, to_body(dfa))
 
 
 def from_bytes(data: bytes, fingerprint: str | None = None, name: str = "<bytes>") -> DFA:

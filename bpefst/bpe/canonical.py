@@ -222,8 +222,9 @@ class ExplicitCanonical(CanonicalAutomaton):
     @staticmethod
     def unpack_banned(data: bytes, count: int, size: int) -> list[int]:
         width = (size + 7) // 8
-        raw = zlib.decompress(data)
-        if len(raw) != width * count:
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(data, width * count + 1)  # never inflate past the size the table must have
+        if len(raw) != width * count or not inflater.eof:
             raise ValueError("banned table has the wrong size")
         return [int.from_bytes(raw[k * width : (k + 1) * width], "little") for k in range(count)]
 

@@ -58,6 +58,7 @@ def load_canonical(path: str | os.PathLike, expected_fingerprint: str | None = N
     document = read_header_and_body(path)
     check_header(document, name, KIND, SCHEMA, expected_fingerprint)
     body = document["body"]
+    _check_body_types(body, name)
     try:
         model = native.from_body(body["tokenizer"], name)
         if model.fingerprint != document["fingerprint"]:
@@ -73,11 +74,18 @@ def load_canonical(path: str | os.PathLike, expected_fingerprint: str | None = N
             pair_rank={pair: rank for rank, pair in enumerate(model.merges)},
         )
         _check_forest(forest, name)
+        if size != max(model.vocab, default=-1) + 1:
+            raise ArtifactError(f"{name}: corrupted artifact (merge forest of {size} tokens for a vocabulary of {max(model.vocab, default=-1) + 1})")
+        results = model.merge_results
+        if any(forest.left[t] >= 0 and results[forest.rank[t]] != t for t in range(size)):
+            raise ArtifactError(f"{name}: corrupted artifact (the merge forest does not match the tokenizer's merges)")
         if body["encoding"] == "explicit":
             explicit = body["explicit"]
             token_class = _unpack_signed(explicit["token_class"])
             classes = explicit["classes"]
-            if len(token_class) != size or any(c >= classes for c in token_class):
+            if not 0 < classes <= size:
+                raise ArtifactError(f"{name}: corrupted artifact ({classes} token classes for {size} tokens)")
+            if len(token_class) != size or any(not -1 <= c < classes for c in token_class):
                 raise ArtifactError(f"{name}: corrupted artifact (token classes out of range)")
             automaton: CanonicalAutomaton = ExplicitCanonical(forest, token_class, ExplicitCanonical.unpack_banned(explicit["banned"], classes, size))
         elif body["encoding"] == "implicit":
@@ -90,6 +98,30 @@ def load_canonical(path: str | os.PathLike, expected_fingerprint: str | None = N
     except Exception as exc:  # any structural surprise in a tampered file
         raise ArtifactError(f"{name}: corrupted canonical-dfa artifact ({type(exc).__name__})") from None
     return model, automaton
+
+
+# Body fields and their msgpack types (None: optional); "explicit" only for the explicit encoding.
+_BODY_TYPES = {"encoding": str, "tokenizer": dict, "forest": dict, "stats": (dict, type(None))}
+_FOREST_TYPES = {"size": int, "rank": bytes, "left": bytes, "right": bytes, "reachable": bytes}
+_EXPLICIT_TYPES = {"token_class": bytes, "classes": int, "banned": bytes}
+
+
+def _check_body_types(body: dict, name: str) -> None:
+    """Refuse a body whose fields are missing or of the wrong type, before anything is built from them."""
+    def check(table: object, types: dict, where: str) -> None:
+        if not isinstance(table, dict):
+            raise ArtifactError(f"{name}: corrupted canonical-dfa artifact ({where} is not a map)")
+        for field, kind in types.items():
+            value = table.get(field)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ArtifactError(f"{name}: corrupted canonical-dfa artifact ({where} field {field!r} is {type(value).__name__})")
+
+    check(body, _BODY_TYPES, "body")
+    check(body["forest"], _FOREST_TYPES, "forest")
+    if body["encoding"] == "explicit":
+        check(body.get("explicit"), _EXPLICIT_TYPES, "explicit")
+    if any(not isinstance(v, (int, float, str)) for v in (body.get("stats") or {}).values()):
+        raise ArtifactError(f"{name}: corrupted canonical-dfa artifact (stats hold a value that is not a number or string)")
 
 
 def _check_forest(forest: MergeForest, name: str) -> None:

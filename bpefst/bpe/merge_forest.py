@@ -56,6 +56,7 @@ class MergeForest:
     def from_model(cls, model: BPEModel) -> "MergeForest":
         from .compatibility import compatible_before
 
+        model.check_dense()
         size = max(model.vocab, default=-1) + 1
         forest = cls(
             size=size,

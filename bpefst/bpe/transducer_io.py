@@ -86,7 +86,7 @@ def read_transducer(path: str | os.PathLike, max_states: int | None = None) -> t
             raise ArtifactError(f"{name}: the embedded tokenizer does not match the header fingerprint "
                                 f"({model.fingerprint[:16]} vs {document['fingerprint'][:16]})")
         lazy = body.get("lazy") or {}
-        limit = max_states if max_states is not None else int(lazy.get("max_states", DEFAULT_MAX_STATES))
+        limit = max_states if max_states is not None else lazy.get("max_states", DEFAULT_MAX_STATES)
         transducer = SubsequentialTransducer(model, max_states=limit)
         tables = {k: unpack_ints(v, "i") for k, v in body["eager"].items()}
         transducer.import_eager(tables)
@@ -110,3 +110,10 @@ def _check_body_shape(body: dict, name: str) -> None:
             continue
         if not isinstance(value, kind):
             raise ArtifactError(f"{name}: corrupted transducer artifact (body field {field!r} is {type(value).__name__}, expected a map)")
+    cap = (body.get("lazy") or {}).get("max_states", DEFAULT_MAX_STATES)
+    if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= 1 << 32:
+        raise ArtifactError(f"{name}: corrupted transducer artifact (lazy max_states is {cap!r})")
+    if any(not isinstance(v, bytes) for v in body["eager"].values()):
+        raise ArtifactError(f"{name}: corrupted transducer artifact (an eager table is not a packed array)")
+    if any(not isinstance(v, (int, float, str, bool)) for v in (body.get("stats") or {}).values()):
+        raise ArtifactError(f"{name}: corrupted transducer artifact (stats hold a value that is not a number or string)")

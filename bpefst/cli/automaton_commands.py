@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -15,7 +14,7 @@ from ..bpe import START, CanonicalAutomaton, MergeForest, build_canonical
 from ..bpe.canonical_io import KIND as DFA_KIND
 from ..bpe.canonical_io import load_canonical, save_canonical
 from ..errors import BpefstError
-from ..pipeline.validate import Validator, parse_id_blocks, parse_words
+from ..pipeline.validate import Validator, parse_id_blocks, parse_json_ids, parse_words
 from ..tokenizer import BPEModel
 from ..tokenizer.overrides import refuse_changes_to_compiled
 from .common import iter_input_lines, load_model, on_line, parse_specials, tokenizer_options, user_errors
@@ -232,13 +231,5 @@ def _read_blocks(path: str, size: int = 1 << 16):
 
 
 def _json_ids(line: bytes, line_no: int) -> list[int]:
-    try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BpefstError(f"line {line_no}: not a JSON array of ids (use --format ids for whitespace-separated ids)") from None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise BpefstError(f"line {line_no}: expected a JSON array of integer ids")
-    negative = next((v for v in value if v < 0), None)
-    if negative is not None:
-        raise BpefstError(f"line {line_no}: id {negative} is negative")
-    return value
+    with on_line(line_no):
+        return parse_json_ids(line)

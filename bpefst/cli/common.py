@@ -13,7 +13,8 @@ from typing import Callable, Iterator
 
 import click
 
-from ..errors import BpefstError
+from ..artifact import note_input
+from ..errors import BpefstError, DisallowedSpecialError
 from ..tokenizer import BPEModel, load_tokenizer, pattern_override
 from ..tokenizer.overrides import check_special_ids
 
@@ -36,6 +37,8 @@ def user_errors(command: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
+        except DisallowedSpecialError as exc:
+            raise Failure(exc.cli_message(), exc.exit_code) from None
         except BpefstError as exc:
             raise Failure(str(exc), exc.exit_code) from None
         except MemoryError:
@@ -59,6 +62,7 @@ def read_input(path: str) -> bytes:
     """All bytes of a file, or of stdin for ``-``; gzip/bzip2/xz input is decompressed (by its magic bytes)."""
     from ..pipeline.inputs import read_all
 
+    note_input(path)
     return read_all(path)
 
 
@@ -66,6 +70,7 @@ def iter_input_lines(path: str) -> Iterator[bytes]:
     """Lines of a file or stdin, streamed (and decompressed, see :func:`read_input`)."""
     from ..pipeline.inputs import iter_lines
 
+    note_input(path)
     yield from iter_lines(path)
 
 
@@ -78,6 +83,8 @@ def parse_specials(values: tuple[str, ...]) -> dict[str, int] | None:
         text, sep, number = value.rpartition("=")
         if not sep or not text or not number.isdigit():
             raise BpefstError(f"--special expects TEXT=ID, found {value!r}")
+        if len(number) > 20:
+            raise BpefstError(f"--special {text!r}: an id of {len(number):,} digits is far too large (ids are below 2**32)")
         if text in specials and specials[text] != int(number):
             raise BpefstError(f"--special gives {text!r} two ids ({specials[text]} and {int(number)})")
         specials[text] = int(number)

@@ -9,23 +9,23 @@ import time
 
 import click
 
-from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs, write_artifact
+from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs
 from ..automata import load as load_automaton
 from ..automata import random_accepted, to_dot
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
-from ..automata.serialize import to_body
 from ..errors import BpefstError
 from ..promotion import MODES, promote
 from ..promotion.agnostic import LATTICE
 from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
+from ..promotion.token_automaton_io import save_token_automaton
 from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
+from ..regex.json_schema import schema_to_regex
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
-
-TOKEN_AUTOMATON_SCHEMA = 1
+from .limits import LimitExceeded, bounded
 
 
 @click.command("promote")
@@ -34,6 +34,10 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--regex", "pattern_text", metavar="PATTERN", help="The pattern (whole-string match), e.g. '\\d{4}-\\d{2}-\\d{2}'.")
 @click.option("--pattern-file", type=click.Path(), help="The pattern as a bpefst automaton artifact over bytes (byte-level) or code points (character-level).")
 @click.option("--words", "words_file", type=click.Path(allow_dash=True), help="A literal list of strings, one per line.")
+@click.option("--json-schema", "schema_file", type=click.Path(allow_dash=True),
+              help="A JSON Schema file: the pattern is the JSON text of its documents (properties in schema order, compact).")
+@click.option("--whitespace", type=click.IntRange(min=0), default=None, metavar="K",
+              help="--json-schema: allow up to K whitespace characters around each structural character (default 0: compact).")
 @click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
               help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
 @click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
@@ -49,9 +53,13 @@ TOKEN_AUTOMATON_SCHEMA = 1
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(), help="Check that COMPILED was built from this tokenizer.")
 @click.option("--no-pretokenize", is_flag=True,
               help="Canonical modes: treat each match as one pre-tokenization chunk (BPE canonicity only), ignoring the tokenizer's pattern.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60, show_default=True, metavar="SECONDS",
+              help="Give up after this long (loading included).")
+@click.option("--max-memory", type=click.IntRange(min=1), default=2000, show_default=True, metavar="MB",
+              help="Give up when the process needs more resident memory than this.")
 @user_errors
-def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
-                    max_arcs, tokenizer_path, no_pretokenize) -> None:
+def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, schema_file, whitespace, mode, unk, output, fmt, stats,
+                    sample, max_states, max_arcs, tokenizer_path, no_pretokenize, timeout, max_memory) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
     COMPILED is a `bpefst compile` artifact or any tokenizer.  The result
@@ -67,12 +75,27 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     \b
     Example:
       bpefst promote cl100k.dfa --regex '\\d{4}-\\d{2}-\\d{2}' --stats --sample 3 -o date.msgpack
+      bpefst promote ../shared/data/gpt2/vocab.json --json-schema person.json --sample 3
       bpefst promote ../shared/data/wordpiece/tokenizer.json --regex '(un)?(help|do)(ful|ing)?' --sample 3
     """
-    given = [x for x in (pattern_text, pattern_file, words_file) if x is not None]
+    given = [x for x in (pattern_text, pattern_file, words_file, schema_file) if x is not None]
     if len(given) != 1:
-        raise BpefstError("give exactly one of --regex, --pattern-file, --words")
-    _check_output(output, fmt, [compiled, pattern_file, words_file, tokenizer_path])
+        raise BpefstError("give exactly one of --regex, --pattern-file, --words, --json-schema")
+    if whitespace is not None and schema_file is None:
+        raise BpefstError("--whitespace applies to --json-schema")
+    _check_output(output, fmt, [compiled, pattern_file, words_file, schema_file, tokenizer_path])
+    if schema_file is not None:
+        pattern_text = schema_to_regex(_read_schema(schema_file), whitespace or 0)
+    try:
+        with bounded(timeout, max_memory):
+            _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
+                     max_states, max_arcs, tokenizer_path, no_pretokenize)
+    except LimitExceeded as exc:
+        raise BpefstError(f"promotion {exc}; narrow the pattern or raise the limit") from None
+
+
+def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
+             max_arcs, tokenizer_path, no_pretokenize) -> None:
     if is_wordpiece_file(compiled):
         if mode not in (None, "maxmatch"):
             raise BpefstError(f"{compiled} is a WordPiece vocabulary: only --mode maxmatch applies")
@@ -103,10 +126,22 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
                               f"--max-arcs") from None
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
-                          f"from Python, promote(..., minimal=False) builds it with shared rows") from None
+                          f"from Python, promote(..., minimal=False) builds it with shared rows, and bpefst.promotion.guide(...) "
+                          f"on demand for decoding") from None
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
     encoder = ReferenceEncoder(model)
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
+
+
+def _read_schema(path: str):
+    """The JSON document in ``path`` (``-``: stdin)."""
+    data = read_input(path)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BpefstError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 
 
 def _check_output(output: str | None, fmt: str, inputs: list) -> None:
@@ -169,7 +204,7 @@ def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_sta
 
 def _write(dfa, fingerprint: str, decode, output: str, fmt: str, mode: str) -> None:
     if fmt == "msgpack":
-        write_artifact(output, "token-automaton", TOKEN_AUTOMATON_SCHEMA, fingerprint, {"mode": mode, "automaton": to_body(dfa)})
+        save_token_automaton(output, dfa, mode, fingerprint)
     elif fmt == "json":
         document = {
             "mode": mode, "tokenizer": fingerprint, "start": dfa.start, "finals": sorted(dfa.finals),

@@ -7,11 +7,13 @@ import sys
 
 import click
 
-from ..artifact import peek_kind, read_header_and_body
+from ..artifact import peek_kind, read_header_and_body, recorded_inputs
 from ..errors import BpefstError
+from ..pipeline.validate import parse_json_ids, parse_words
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..tokenizer import FORMATS, ReferenceEncoder, format_losses, save_tokenizer
-from .common import load_model, on_line, read_input, tokenizer_options, user_errors
+from ..pipeline.encoder import Tokenizer
+from .common import load_model, on_line, parse_specials, read_input, tokenizer_options, user_errors
 from .train_command import check_tokenizer_output
 
 
@@ -46,6 +48,7 @@ def _artifact_summary(path: str) -> dict | None:
     kind = peek_kind(path)
     if kind is None or kind == "tokenizer":
         return None
+    _load_artifact(path, kind)  # describe only what loads: a tampered file is refused here too
     document = read_header_and_body(path)
     body = document["body"]
     facts = {"kind": kind, "schema": document["schema"], "fingerprint": document["fingerprint"]}
@@ -58,6 +61,20 @@ def _artifact_summary(path: str) -> dict | None:
     return facts
 
 
+def _load_artifact(path: str, kind: str) -> None:
+    """Load (and so validate) a compiled artifact of any kind."""
+    from ..automata.serialize import load as load_automaton
+    from ..bpe.canonical_io import load_canonical
+    from ..bpe.transducer_io import read_transducer
+    from ..promotion.token_automaton_io import load_token_automaton
+
+    loaders = {"canonical-dfa": load_canonical, "transducer": read_transducer, "automaton": load_automaton,
+               "token-automaton": load_token_automaton}
+    if kind not in loaders:
+        raise BpefstError(f"{path}: unknown artifact kind {kind!r}")
+    loaders[kind](path)
+
+
 @click.command()
 @click.argument("tokenizer", type=click.Path())
 @click.argument("input", default="-", type=click.Path(allow_dash=True))
@@ -66,18 +83,26 @@ def _artifact_summary(path: str) -> dict | None:
               help="Special tokens recognised in the text; any other special token in the text is an error unless --allowed-special none.")
 @click.option("--format", "fmt", type=click.Choice(["ids", "jsonl", "tokens"]), default="ids", show_default=True,
               help="ids: space-separated ids on one line; jsonl: one JSON array per input line; tokens: token texts.")
+@click.option("--reference", is_flag=True,
+              help="Use the reference encoder (textbook priority-queue BPE, the oracle the fast pipeline is tested against).")
 @user_errors
-def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], allowed_special: str, fmt: str) -> None:
-    """Tokenize text with the reference encoder (textbook priority-queue BPE).
+def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str, ...], allowed_special: str, fmt: str,
+           reference: bool) -> None:
+    """Tokenize a text: the ids tiktoken / HF tokenizers give.
 
-    INPUT is a file or - for stdin.  With --allowed-special none (the default),
-    special tokens in the text are tokenized as plain text.
+    INPUT is a file or - for stdin, read whole (`bpefst tokenize` streams
+    large inputs).  With --allowed-special none (the default), special tokens
+    in the text are tokenized as plain text.
 
     \b
     Example:
       echo 'Hello world' | bpefst encode ../shared/data/gpt2/vocab.json
+      echo 'Hello world' | bpefst encode ../shared/data/gpt2/vocab.json --reference
     """
-    encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    if reference:
+        encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    else:
+        encoder = Tokenizer.load(tokenizer, pattern=pattern, specials=parse_specials(specials))
     allowed, disallowed = _special_policy(allowed_special, encoder.model.specials)
     data = read_input(input)
     if fmt == "jsonl":
@@ -120,7 +145,7 @@ def decode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     Example:
       echo '15496 995' | bpefst decode ../shared/data/gpt2/vocab.json
     """
-    encoder = ReferenceEncoder(load_model(tokenizer, pattern, specials))
+    encoder = Tokenizer.load(tokenizer, pattern=pattern, specials=parse_specials(specials))
     data = read_input(input)
     out = sys.stdout.buffer
     if fmt == "jsonl":
@@ -132,29 +157,19 @@ def decode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     out.write(_decode_ids(encoder, _parse_ids(data)))
 
 
-def _decode_ids(encoder: ReferenceEncoder, ids: list[int]) -> bytes:
+def _decode_ids(encoder: Tokenizer, ids: list[int]) -> bytes:
     if encoder.model.is_byte_level:
         return encoder.decode_bytes(ids)
     return encoder.decode(ids).encode("utf-8")
 
 
 def _parse_ids(data: bytes) -> list[int]:
-    ids = []
-    for k, word in enumerate(data.split()):
-        if not word.isdigit():
-            raise BpefstError(f"token {k}: {word[:20].decode('utf-8', 'replace')!r} is not a non-negative integer id")
-        ids.append(int(word))
-    return ids
+    return parse_words(data.split())
 
 
 def _parse_json_ids(line: bytes, line_no: int) -> list[int]:
-    try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BpefstError(f"line {line_no}: not a JSON array of ids") from None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise BpefstError(f"line {line_no}: expected a JSON array of non-negative integer ids")
-    return value
+    with on_line(line_no):
+        return parse_json_ids(line)
 
 
 @click.command()
@@ -172,6 +187,7 @@ def convert(tokenizer: str, pattern: str | None, specials: tuple[str, ...], fmt:
     """
     check_tokenizer_output(output, fmt, [tokenizer])
     model = load_model(tokenizer, pattern, specials)
+    check_tokenizer_output(output, fmt, recorded_inputs())  # and every file the reader opened (vocab.json's merges.txt)
     if fmt in ("gpt2", "tiktoken") and not model.is_byte_level:  # before the notes, which would not apply
         raise BpefstError(f"--format {fmt} holds byte-level tokenizers only and {tokenizer} is character-level; use --format hf or bpefst")
     for note in format_losses(model, fmt):

@@ -7,8 +7,8 @@ chunk, concatenate), with the parts that matter for speed and for worst cases:
 * a bounded dictionary cache ``chunk -> ids`` in front of everything (real text
   repeats its chunks; the hot loop is ``findall`` + a dictionary lookup + a list
   extend);
-* a cache miss whose chunk is itself a (reachable) token costs one lookup;
-  short chunks go through the textbook BPE of the reference encoder; long ones
+* on a cache miss, short chunks go through the textbook BPE in C-level loops
+  (:mod:`..tokenizer.packed_bpe`); long ones
   through the subsequential transducer of :mod:`bpefst.bpe.transducer`, which is
   linear in the chunk length (a megabyte of one letter is one chunk for the
   usual patterns);
@@ -27,26 +27,29 @@ from __future__ import annotations
 import atexit
 import gc
 import multiprocessing
+import os
 from array import array
-from functools import partial
-from itertools import chain, repeat
-from operator import lshift, or_
-from typing import Callable, Iterable, Iterator, Sequence
+from functools import cached_property, partial
+from itertools import chain
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from ..bpe.transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
+from ..tokenizer.packed_bpe import bpe_packed
 from ..tokenizer.pretokenize import check_disallowed, specials_regex
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
 from .forking import ForkedCall, PieceQueue, fork_available
 
+if TYPE_CHECKING:  # the transducer (and the bpe layer with it) is imported when a long chunk first needs it
+    from ..bpe.transducer import SubsequentialTransducer
+
 DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
 BLOCK = 16_384  # characters pre-tokenized at a time (see Tokenizer.encode_plain); 16-64K measured alike
 SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
 UNCACHED_CHUNK = 4096  # longer chunks are not cached
-_NO_PAIR = 1 << 62
+EOT_TEXT = "<|endoftext|>"
 # With jobs > 1, pieces per process: enough that a process slowed down by a busy core
 # or copy-on-write faults hands pieces to the others, few enough that the wait for
 # the last piece stays short.
@@ -76,36 +79,87 @@ class Tokenizer:
     reference encoder: specials in ``allowed_special`` (a set or ``"all"``)
     become their ids, a special in ``disallowed_special`` (default: every special
     not allowed) found in the text raises BpefstError, any other is plain text.
+
+    Construction is cheap: the tables the first ``encode`` needs (the packed
+    merge table, the whole-token lookup) are built on first use, and the
+    transducer only when a chunk longer than :data:`SHORT_CHUNK` symbols misses
+    the cache.  A tokenizer pickles as its model (the packed tables of a
+    ``.bpefst`` artifact); caches and worker pools never travel.
     """
 
-    def __init__(self, model: BPEModel, transducer: SubsequentialTransducer | None = None,
-                 cache_size: int = DEFAULT_CACHE, max_states: int = DEFAULT_MAX_STATES):
+    def __init__(self, model: BPEModel, transducer: "SubsequentialTransducer | None" = None,
+                 cache_size: int = DEFAULT_CACHE, max_states: int | None = None, name: str = ""):
         self.model = model
-        self.reference = ReferenceEncoder(model)
+        self.name = name
+        self.max_states = max_states
+        self._given_transducer = transducer
         self._findall = Splitter(model.pattern).findall
         self.cache_size = max(1, int(cache_size))
         self._cache = _ChunkCache(self._miss)
         self.cut_rule = cut_rule_for(model.pattern, model.specials)
-        unique_producers = len(set(model.merge_results)) == len(model.merges)
-        if transducer is None and unique_producers:
-            transducer = SubsequentialTransducer(model, max_states=max_states)
-        self.transducer = transducer if unique_producers else None
-        t = self.transducer
-        self._byte_codes = bool(t is not None and t.byte_codes and not model.ignore_merges)
-        self._trie_get = t.trie.get if t is not None else None
-        if self._byte_codes:  # chunk bytes -> the reachable token they spell; byte -> its token id
-            self._whole_token = {s.encode("latin-1"): i for i, s in enumerate(t.spelled) if s is not None}
-            self._byte_ids = t.symbols[:256]
-            self._byte_table = bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
-        # (left << shift | right) -> rank << 32 | result: an int key costs less to build and hash than a tuple
-        self._pair_shift = max(model.vocab, default=1).bit_length()
-        shift = self._pair_shift
-        self._packed_merges = {(a << shift) | b: (rank << 32) | result for (a, b), (rank, result) in model.merge_table.items()}
         self._pool = None
         self._pool_jobs = 0
 
+    # -- tables built on first use ----------------------------------------------------
+
+    @cached_property
+    def reference(self) -> ReferenceEncoder:
+        return ReferenceEncoder(self.model)
+
+    @cached_property
+    def _unique_producers(self) -> bool:
+        """Whether every merge makes a different token (the transducer's theory needs it).
+
+        Asked on the first cache miss, before any id is out: a vocabulary too
+        sparse for the transducer's id-indexed tables (which a long chunk may
+        need later) is refused here, not mid-stream.  Decoding needs no tables.
+        """
+        self.model.check_dense()
+        return len(set(self.model.merge_results)) == len(self.model.merges)
+
+    @cached_property
+    def transducer(self) -> "SubsequentialTransducer | None":
+        if not self._unique_producers:
+            return None
+        if self._given_transducer is not None:
+            return self._given_transducer
+        from ..bpe.transducer import DEFAULT_MAX_STATES, SubsequentialTransducer
+
+        return SubsequentialTransducer(self.model, max_states=self.max_states or DEFAULT_MAX_STATES)
+
+    @cached_property
+    def _byte_codes(self) -> bool:
+        """Whether a chunk's UTF-8 bytes are its base symbols (byte-level, all 256 byte tokens, plain merges)."""
+        model = self.model
+        return (model.is_byte_level and not model.ignore_merges and self._unique_producers
+                and all(bytes([b]) in model.token_to_id for b in range(256)))
+
+    @cached_property
+    def _byte_ids(self) -> list[int]:
+        """Byte value -> its token id."""
+        return [self.model.token_to_id[bytes([b])] for b in range(256)]
+
+    @cached_property
+    def _byte_table(self) -> bytes | None:
+        """``bytes.translate`` table from byte to token id, when every byte token's id is below 256."""
+        return bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
+
+    @cached_property
+    def _pair_shift(self) -> int:
+        return self.model.packed_merges[1]
+
+    @cached_property
+    def _packed_merges(self) -> dict[int, int]:
+        return self.model.packed_merges[0]
+
+    @cached_property
+    def _trie_get(self):
+        return self.transducer.trie.get
+
+    # -- loading and pickling ---------------------------------------------------------
+
     @classmethod
-    def load(cls, path: str, pattern: str | None = None, specials: dict[str, int] | None = None, **kwargs) -> "Tokenizer":
+    def load(cls, path: str | os.PathLike, pattern: str | None = None, specials: dict[str, int] | None = None, **kwargs) -> "Tokenizer":
         """A tokenizer file in any supported format, or a transducer artifact.
 
         ``pattern`` (a preset name, ``none`` or a regex) overrides the file's,
@@ -116,12 +170,34 @@ class Tokenizer:
         from ..tokenizer import load_tokenizer, pattern_override
         from ..tokenizer.overrides import refuse_changes_to_compiled
 
+        kwargs.setdefault("name", tokenizer_name(path))
         if is_transducer_artifact(path):
             model, transducer = read_transducer(path, max_states=kwargs.get("max_states"))
             refuse_changes_to_compiled(path, model, pattern, specials)
             return cls(model, transducer=transducer, **kwargs)
         model = load_tokenizer(path, pattern=pattern_override(pattern), specials=specials)
         return cls(model, **kwargs)
+
+    @classmethod
+    def from_vocab_merges(cls, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]], special_tokens: Iterable[str] = (),
+                          pattern: str | None = "gpt2", name: str = "") -> "Tokenizer":
+        """A byte-level tokenizer from CS336 / minbpe shapes: ``vocab`` id -> bytes, ``merges`` pairs of bytes in rank order.
+
+        ``special_tokens`` keep the id their bytes have in ``vocab`` (or get the
+        next free ids); ``pattern`` is a preset (``gpt2``, ``cl100k``, ``o200k``),
+        a regex, or None for no pre-tokenization.
+        """
+        from ..tokenizer.byte_pairs import model_from_byte_pairs
+
+        return cls(model_from_byte_pairs(vocab, merges, special_tokens, pattern), name=name)
+
+    def __reduce__(self):
+        from ..tokenizer.formats.native import model_to_bytes
+
+        return (_unpickle_tokenizer, (model_to_bytes(self.model), self.name, self.cache_size, self.max_states))
+
+    def __repr__(self) -> str:
+        return f"<bpefst.Tokenizer {self.name or 'unnamed'!r}: {self.model.level}-level BPE, n_vocab={self.n_vocab}>"
 
     # -- chunks ----------------------------------------------------------------------
 
@@ -132,10 +208,7 @@ class Tokenizer:
     def _miss(self, chunk: str) -> Sequence[int]:
         if self._byte_codes:
             data = encode_text(chunk)
-            whole = self._whole_token.get(data)
-            if whole is not None:
-                ids: Sequence[int] = (whole,)
-            elif len(data) <= SHORT_CHUNK:
+            if len(data) <= SHORT_CHUNK:
                 table = self._byte_table
                 symbols = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
                 ids = tuple(self.bpe_short(symbols))
@@ -166,28 +239,8 @@ class Tokenizer:
         return self.transducer.transduce(codes)
 
     def bpe_short(self, ids: list[int]) -> list[int]:
-        """Textbook BPE for short chunks: lowest rank first, leftmost among equals, O(n^2) in C loops.
-
-        ``pair[i]`` holds ``rank * 2**32 + result`` for the pair at ``i`` (or a
-        sentinel), so ``min`` finds the lowest rank and ``index`` its leftmost
-        occurrence, the order of the reference encoder's heap.
-        """
-        get = self._packed_merges.get
-        none, shift = _NO_PAIR, self._pair_shift
-        pair = list(map(get, map(or_, map(lshift, ids, repeat(shift)), ids[1:]), repeat(none)))
-        while pair:
-            best = min(pair)
-            if best == none:
-                break
-            i = pair.index(best)
-            ids[i] = best & 0xFFFFFFFF
-            del ids[i + 1]
-            del pair[i]
-            if i > 0:
-                pair[i - 1] = get((ids[i - 1] << shift) | ids[i], none)
-            if i < len(pair):
-                pair[i] = get((ids[i] << shift) | ids[i + 1], none)
-        return ids
+        """Textbook BPE for short chunks in C-level loops (:mod:`..tokenizer.packed_bpe`)."""
+        return bpe_packed(ids, self._packed_merges.get, self._pair_shift)
 
     def bpe_via_transducer(self, chunk: str) -> list[int]:
         """BPE of a chunk through the transducer only (no cache, no shortcuts); for tests."""
@@ -240,14 +293,24 @@ class Tokenizer:
         yield text[begin:] if begin else text
 
     def special_policy(self, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all") -> tuple[frozenset, frozenset]:
+        """tiktoken's arguments -> (allowed, disallowed) specials of this tokenizer (unknown names are ignored, as there)."""
         specials = set(self.model.specials)
-        allowed = specials if allowed_special == "all" else set(allowed_special)
-        disallowed = specials - allowed if disallowed_special == "all" else set(disallowed_special)
+        allowed = specials if allowed_special == "all" else set(_names("allowed_special", allowed_special))
+        disallowed = specials - allowed if disallowed_special == "all" else set(_names("disallowed_special", disallowed_special))
         return frozenset(allowed & specials), frozenset(disallowed & specials)
+
+    # -- the public API (tiktoken's names) ---------------------------------------------
 
     def encode(self, text: str, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all",
                jobs: int = 1) -> list[int]:
-        """Token ids of ``text`` (``jobs > 1``: split at safe boundaries across processes)."""
+        """Token ids of ``text``, with tiktoken's rules for special tokens.
+
+        A special token in ``allowed_special`` (a set of texts, or ``"all"``)
+        becomes its id; one in ``disallowed_special`` (default ``"all"``: every
+        special not allowed) raises :class:`~bpefst.errors.DisallowedSpecialError`;
+        any other is plain text.  ``jobs > 1`` splits a long text at safe
+        boundaries across forked processes.
+        """
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
         if jobs > 1 and len(text) > 1 << 16:
             return self._encode_parallel(text, allowed, disallowed, jobs)
@@ -280,22 +343,129 @@ class Tokenizer:
 
     def encode_batch(self, texts: Sequence[str], allowed_special: Iterable[str] | str = (),
                      disallowed_special: Iterable[str] | str = "all", jobs: int = 1) -> list[list[int]]:
-        """``[encode(t) for t in texts]``, across ``jobs`` processes when asked."""
+        """``[encode(t) for t in texts]``, across ``jobs`` forked processes when asked."""
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
-        if jobs <= 1 or len(texts) < 2:
+        if jobs <= 1 or len(texts) < 2 or not fork_available():
             return [self._encode_policy(t, allowed, disallowed) for t in texts]
         pool = self._get_pool(jobs)
         chunk = max(1, len(texts) // (jobs * 8))
         return pool.starmap(_worker_encode_list, [(t, allowed, disallowed, 0) for t in texts], chunksize=chunk)
 
-    def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        return self.reference.decode_bytes(ids)
+    def encode_iterable(self, texts: Iterable[str], allowed_special: Iterable[str] | str = (),
+                        disallowed_special: Iterable[str] | str = "all") -> Iterator[int]:
+        """The ids of the concatenation of ``texts``, lazily.
 
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.reference.decode(ids)
+        Pieces may be cut anywhere (inside a chunk, a special token or a line);
+        ids are yielded once the text before a safe cut is known, so memory is
+        bounded by the longest stretch without one (for the preset patterns, a
+        line).  The ids equal ``encode("".join(texts))``.
+        """
+        stream = self.incremental(allowed_special, disallowed_special)
+        for text in texts:
+            if not isinstance(text, str):
+                raise BpefstError(f"encode_iterable() takes an iterable of str, found {type(text).__name__}")
+            yield from stream.feed(text)
+        yield from stream.finish()
+
+    def encode_to_numpy(self, text: str, allowed_special: Iterable[str] | str = (),
+                        disallowed_special: Iterable[str] | str = "all"):
+        """``encode`` as a numpy ``uint32`` array (needs numpy: ``pip install 'bpefst[numpy]'``)."""
+        np = _numpy()
+        ids = array("I", self.encode(text, allowed_special, disallowed_special))
+        return np.frombuffer(ids, dtype=np.uint32) if ids else np.zeros(0, dtype=np.uint32)
+
+    @cached_property
+    def _decoder(self) -> dict[int, bytes]:
+        """Id -> bytes for every ordinary and special token."""
+        table = {i: self.model.token_bytes(i) for i in self.model.vocab} if not self.model.is_byte_level else dict(self.model.vocab)
+        for text, sid in self.model.specials.items():
+            table[sid] = text.encode("utf-8")
+        return table
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """The bytes ``ids`` spell (for a character-level model, UTF-8 with end-of-word markers kept)."""
+        try:
+            return b"".join(map(self._decoder.__getitem__, ids))
+        except (KeyError, TypeError):
+            bad = next(i for i in ids if i not in self._decoder)
+            raise BpefstError(f"token id {bad!r} is not in the vocabulary (ids go up to {self.model.max_id})") from None
+
+    def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
+        """The text of ``ids``; invalid UTF-8 becomes U+FFFD (``errors`` as for ``bytes.decode``)."""
+        if not self.model.is_byte_level:
+            return self.reference.decode(ids)
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_tokens_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        """The bytes of each token."""
+        return [self.token_bytes(i) for i in ids]
+
+    def decode_with_offsets(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+        """The text of ``ids`` and the character offset where each token starts, as tiktoken gives them.
+
+        A token's offset counts the characters whose first byte comes before
+        the token's first byte.  A token that starts inside a multi-byte
+        character (a continuation byte, 0x80-0xBF) is placed at that
+        character, so every offset points at a character the token helps spell.
+        """
+        pieces = self.decode_tokens_bytes(ids)
+        offsets = []
+        started = 0  # characters begun so far: bytes that are not UTF-8 continuation bytes
+        for piece in pieces:
+            inside = bool(piece) and 0x80 <= piece[0] < 0xC0
+            offsets.append(max(0, started - inside))
+            started += len(piece) - sum(1 for byte in piece if 0x80 <= byte < 0xC0)
+        return b"".join(pieces).decode("utf-8", errors="replace"), offsets
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token (special tokens as their UTF-8 text)."""
+        found = self._decoder.get(token_id)
+        if found is None:
+            raise BpefstError(f"token id {token_id!r} is not in the vocabulary (ids go up to {self.model.max_id})")
+        return found
 
     def incremental(self, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all") -> "IncrementalEncoder":
+        """An :class:`IncrementalEncoder`: ``feed(text)`` returns the ids already decided, ``finish()`` the rest."""
         return IncrementalEncoder(self, *self.special_policy(allowed_special, disallowed_special))
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id, ordinary or special (tiktoken's ``n_vocab``)."""
+        return self.model.max_id + 1
+
+    @property
+    def max_token_value(self) -> int:
+        return self.model.max_id
+
+    @property
+    def eot_token(self) -> int | None:
+        """The id of ``<|endoftext|>``, or None when the tokenizer has no such special token."""
+        return self.model.specials.get(EOT_TEXT)
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self.model.specials)
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Id -> bytes of every ordinary token (CS336 / minbpe shape; special tokens are in ``special_tokens``)."""
+        return {i: self.model.token_bytes(i) for i in sorted(self.model.vocab)}
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges in rank order, as pairs of token bytes (CS336 / minbpe shape)."""
+        token = self.model.token_bytes
+        return [(token(a), token(b)) for a, b in self.model.merges]
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self.model.specials)
+
+    def save(self, path: str | os.PathLike, format: str = "bpefst") -> list:
+        """Write the tokenizer as ``bpefst`` (default), ``hf`` (tokenizer.json), ``gpt2`` or ``tiktoken``; returns the files."""
+        from ..tokenizer import save_tokenizer
+
+        return save_tokenizer(self.model, path, format)
 
     # -- processes -------------------------------------------------------------------
 
@@ -397,6 +567,37 @@ class Tokenizer:
             self._pool.terminate()
             self._pool.join()
             self._pool = None
+
+
+def _names(argument: str, value: Iterable[str] | str) -> Iterable[str]:
+    """``allowed_special`` / ``disallowed_special`` must be "all" or a collection of texts (a bare string is a mistake)."""
+    if isinstance(value, str):
+        raise BpefstError(f'{argument}= takes "all" or a collection of special-token texts, not the string {value!r} '
+                          f'(write {argument}={{{value!r}}})')
+    return value
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        raise BpefstError("this needs numpy, which is not installed: pip install 'bpefst[numpy]'") from None
+    return numpy
+
+
+def tokenizer_name(path: str | os.PathLike) -> str:
+    """A tokenizer's name from its file: ``.../cl100k_base.tiktoken.gz`` -> ``cl100k_base``, ``gpt2/vocab.json`` -> ``gpt2``."""
+    path = os.path.abspath(os.fspath(path))
+    base = os.path.basename(path)
+    if base in ("vocab.json", "tokenizer.json", "merges.txt") or os.path.isdir(path):
+        return os.path.basename(os.path.dirname(path)) if not os.path.isdir(path) else base
+    return base.split(".")[0]
+
+
+def _unpickle_tokenizer(model_bytes: bytes, name: str, cache_size: int, max_states: int) -> Tokenizer:
+    from ..tokenizer.formats.native import model_from_bytes
+
+    return Tokenizer(model_from_bytes(model_bytes), cache_size=cache_size, max_states=max_states, name=name)
 
 
 # -- workers (fork start method: they inherit the parent's tokenizer) -------------------------

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
 import regex
@@ -74,9 +76,9 @@ class Validator:
     """Checks id streams against one tokenizer and its canonical automaton."""
 
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
+        model.check_dense()
         self.model = model
         self.automaton = automaton
-        self.encoder = ReferenceEncoder(model)
         self.pretokenize = pretokenize
         self.block_tokens = block_tokens
         self.size = max(model.max_id + 1, 1)
@@ -227,6 +229,14 @@ class Validator:
         k = next(k for k, key in zip(positions, keys) if key in bad)
         return self._violation(ids, lo + k + 1, offset, "BPE merges across this pair", lo, hi)
 
+    @cached_property
+    def encoder(self) -> ReferenceEncoder:
+        """The encoder whose output the check stands for: without pre-tokenization under --no-pretokenize,
+        so that a violation's suggested encoding is BPE's, not the pattern's (built on first use)."""
+        if self.pretokenize or self.model.pattern is None:
+            return ReferenceEncoder(self.model)
+        return ReferenceEncoder(replace(self.model, pattern=None))
+
     def _violation(self, ids: list[int], k: int, offset: int, reason: str, lo: int, hi: int, wide: bool = False,
                    through: int | None = None) -> Violation:
         """The violation at ``ids[k]``, shown with its neighbours (``wide``: one more after it;
@@ -271,6 +281,11 @@ class Validator:
         return Violation(offset + k, before, word[k], "re-encoding the decoded word gives other tokens", text.encode("utf-8"), expected)
 
 
+# Ids are below 2**32 (10 digits); more than this many digits is refused before int() sees it
+# (Python refuses 4,301 digits with a traceback, and converting long strings takes quadratic time).
+MAX_ID_DIGITS = 20
+
+
 def parse_id_blocks(pieces: Iterable[bytes]) -> Iterator[list[int]]:
     """Whitespace-separated ids from a byte stream, in blocks; BpefstError on a bad id."""
     carry = b""
@@ -281,6 +296,10 @@ def parse_id_blocks(pieces: Iterable[bytes]) -> Iterator[list[int]]:
         while cut > 0 and not data[cut - 1 : cut].isspace():
             cut -= 1
         carry = data[cut:]
+        if len(carry) > MAX_ID_DIGITS:  # one word longer than any id: refuse it now rather than hold it all
+            words = data.split()
+            k = next(k for k, w in enumerate(words) if len(w) > MAX_ID_DIGITS or not w.isdigit())
+            parse_words(words[: k + 1], index)
         words = data[:cut].split()
         if words:
             yield parse_words(words, index)
@@ -290,7 +309,33 @@ def parse_id_blocks(pieces: Iterable[bytes]) -> Iterator[list[int]]:
 
 
 def parse_words(words: list[bytes], index: int = 0) -> list[int]:
-    if all(map(bytes.isdigit, words)):
+    """Ids from whitespace-separated words; ``index`` numbers the first word in messages."""
+    if all(map(bytes.isdigit, words)) and max(map(len, words), default=0) <= MAX_ID_DIGITS:
         return list(map(int, words))
-    k = next(k for k, w in enumerate(words) if not w.isdigit())
+    k = next(k for k, w in enumerate(words) if not w.isdigit() or len(w) > MAX_ID_DIGITS)
+    if words[k].isdigit():
+        raise BpefstError(f"token {index + k}: an id of more than {MAX_ID_DIGITS} digits is far too large (ids are below 2**32)")
     raise BpefstError(f"token {index + k}: {words[k][:20].decode('utf-8', 'replace')!r} is not a non-negative integer id")
+
+
+def _json_id(text: str) -> int:
+    """``parse_int`` for JSON id arrays: refuse absurdly long integers before converting them."""
+    if len(text.lstrip("-")) > MAX_ID_DIGITS:
+        raise BpefstError(f"an id of more than {MAX_ID_DIGITS} digits is far too large (ids are below 2**32)")
+    return int(text)
+
+
+def parse_json_ids(line: bytes) -> list[int]:
+    """One JSON array of non-negative integer ids (a ``--format jsonl`` line); BpefstError otherwise."""
+    try:
+        value = json.loads(line, parse_int=_json_id)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BpefstError("not a JSON array of ids (use --format ids for whitespace-separated ids)") from None
+    except RecursionError:
+        raise BpefstError("JSON nested too deeply; expected a flat array of ids") from None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise BpefstError("expected a JSON array of integer ids")
+    negative = next((v for v in value if v < 0), None)
+    if negative is not None:
+        raise BpefstError(f"id {negative} is negative")
+    return value

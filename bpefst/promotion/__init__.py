@@ -10,6 +10,7 @@
 - ``on_demand``: the pre-tokenized canonical automaton as a lazy product
   (lattice and liveness built up front, states as a decoder reaches them)
 - ``guided``: the decoding API over a promoted automaton
+- ``constraints``: a regex or JSON Schema over a tokenizer -> a cached guided automaton
 - ``edit_distance``, ``wordlists``: input automata (Table 1; --words)
 """
 
@@ -20,6 +21,7 @@ from .guided import GuidedAutomaton
 from .on_demand import OnDemandCanonical
 from .pretokenized import promote_pretokenized
 from .promote import MODES, Promotion, promote
+from .constraints import constraint_pattern, guide, promote_constraint
 
-__all__ = ["MODES", "GuidedAutomaton", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
+__all__ = ["MODES", "GuidedAutomaton", "constraint_pattern", "guide", "promote_constraint", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
            "promote_pretokenized"]

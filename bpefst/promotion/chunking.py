@@ -184,7 +184,7 @@ def rules_for(pattern: str | None) -> ChunkRules | None:
     known = next((name for name, text in PRESETS.items() if text == pattern), None)
     what = f"the {known} pre-tokenization pattern" if known else "a custom pre-tokenization pattern"
     raise BpefstError(f"promote cannot model {what} (supported: {', '.join(SUPPORTED_PRESETS)}); "
-                      f"pass --no-pretokenize to treat each match as one chunk")
+                      f"pass --no-pretokenize (pretokenize=False in Python) to treat each match as one chunk")
 
 
 class Chunker:

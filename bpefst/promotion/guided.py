@@ -13,15 +13,26 @@ reached.  The forced chains of a DFA are precomputed.  Those of the other
 two are found the first time a state is asked about
 (:meth:`GuidedAutomaton.forced_chain`), since counting the arcs of every
 state of a 50,000-state JSON automaton costs more than most decodes.
+
+The mask API has the shape inference engines use (xgrammar, llguidance):
+:meth:`~GuidedAutomaton.fill_next_token_bitmask` writes a state's allowed
+tokens into one row of a preallocated packed ``int32`` bitmask (bit ``t % 32``
+of word ``t // 32`` set iff token ``t`` may come next), numpy or torch.  The
+allowed set is kept as a Python int bitset per state, so filling a row is one
+``int.to_bytes`` and one buffer copy, never a Python loop over token ids.
+Stop tokens (the tokenizer's EOS, or ids the caller picks) are allowed
+exactly in accepting states, so a decoder that samples one has produced a
+whole match.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from ..automata import DFA
 from ..automata.shared_rows import SharedRowDFA
-from .canonical import token_mask
+from ..errors import BpefstError
+from .canonical import set_bits, token_mask
 
 if TYPE_CHECKING:
     from .on_demand import OnDemandCanonical
@@ -30,10 +41,15 @@ if TYPE_CHECKING:
 class GuidedAutomaton:
     """A thin, fast view of a token automaton for constrained decoding."""
 
-    def __init__(self, automaton: "DFA | SharedRowDFA | OnDemandCanonical"):
+    def __init__(self, automaton: "DFA | SharedRowDFA | OnDemandCanonical", stop_ids: int | Iterable[int] = ()):
+        """``stop_ids``: the tokens that end generation (EOS), allowed exactly in accepting states."""
         self.automaton = automaton
         self._shared = not isinstance(automaton, DFA)  # shared rows, or states expanded on demand
         self._masks: dict[int, int] = {}
+        self._next: dict[int, int] = {}  # allowed_mask plus the stop ids where accepting
+        self._packed: dict[tuple, object] = {}  # (state, words, array type) -> the packed int32 row
+        self.stop_ids = frozenset([stop_ids] if isinstance(stop_ids, int) else stop_ids)
+        self.stop_mask = token_mask(self.stop_ids)
         self.forced: dict[int, list[int]] = {} if self._shared else self._forced_chains()
 
     @property
@@ -61,8 +77,63 @@ class GuidedAutomaton:
         return mask
 
     def step(self, state: int, token: int) -> int | None:
-        """The next state, or None if ``token`` leaves the language."""
+        """The next state, or None if ``token`` leaves the language (stop ids are no arcs: see :meth:`is_stop`)."""
         return self.automaton.step(state, token)
+
+    def is_stop(self, token: int) -> bool:
+        return token in self.stop_ids
+
+    # -- the mask API of inference engines -----------------------------------------------------
+    def next_token_mask(self, state: int) -> int:
+        """The bitset of the tokens a decoder may sample in ``state``: ``allowed_mask``, plus the stop ids when accepting."""
+        mask = self._next.get(state)
+        if mask is None:
+            mask = self.allowed_mask(state)
+            if self.stop_mask and self.is_accepting(state):
+                mask |= self.stop_mask
+            self._next[state] = mask
+        return mask
+
+    def allowed_token_ids(self, state: int) -> list[int]:
+        """The token ids a decoder may sample in ``state`` (stop ids included where accepting), sorted."""
+        return sorted(set_bits(self.next_token_mask(state)))
+
+    def fill_next_token_bitmask(self, state: int, bitmask, index: int = 0) -> None:
+        """Write ``state``'s allowed tokens into row ``index`` of a packed int32 bitmask (numpy or torch).
+
+        ``bitmask`` has shape ``(words,)`` or ``(batch, words)`` with
+        ``words * 32`` at least the vocabulary; bit ``t % 32`` of word ``t // 32``
+        is set iff token ``t`` may come next (:func:`bpefst.decoding.allocate_token_bitmask`
+        makes one, :func:`bpefst.decoding.apply_token_bitmask` applies it).  A
+        state's packed row is made once (``int.to_bytes`` of its bitset) and
+        kept, so a state met again costs one array copy.
+        """
+        shape = bitmask.shape
+        key = (state, shape[-1], type(bitmask))
+        packed = self._packed.get(key)
+        if packed is None:
+            packed = self._packed[key] = self._pack(state, bitmask)
+        if len(shape) == 2:
+            bitmask[index] = packed
+        else:
+            bitmask[:] = packed
+
+    def _pack(self, state: int, bitmask):
+        if state is None:
+            raise BpefstError("no state to fill a mask for: the last token left the language (step returned None)")
+        words = bitmask.shape[-1]
+        mask = self.next_token_mask(state)
+        if mask.bit_length() > 32 * words:
+            raise BpefstError(f"the bitmask holds {32 * words:,} token ids, but token {mask.bit_length() - 1:,} may come next; "
+                              "size it for the whole vocabulary")
+        data = mask.to_bytes(4 * words, "little")
+        if type(bitmask).__module__.startswith("torch"):
+            import torch
+
+            return torch.frombuffer(bytearray(data), dtype=torch.int32).to(bitmask.device)
+        import numpy
+
+        return numpy.frombuffer(data, dtype="<i4")
 
     def is_accepting(self, state: int) -> bool:
         return state in self.automaton.finals

@@ -80,9 +80,31 @@ class OnDemandCanonical:
         self._index: dict[frozenset, int] = {}
         self._states: list[frozenset] = []
         self._rows: list[dict[int, int] | None] = []
-        start = chunked.start
+        self._begin(chunked.start)
+
+    def _begin(self, start: int) -> None:
+        """Number the start configuration (once liveness is known)."""
+        self.start_q = start
         self.start = self._number(frozenset({(start, CHUNK_START)})) if (self.good[start] or start in self.finals_q) else None
         self.finals = _Finals(self)
+
+    # -- liveness kept (bpefst.promotion.guide_cache writes it to disk) -----------------------------
+    def liveness(self) -> dict:
+        """What the constructor computed and the states are expanded from: the chunked pattern's start,
+        finals and cuts, ``good[q]`` and the token groups filed per lattice state."""
+        return {"start": self.start_q, "finals": self.finals_q, "cut": self.cut, "good": self.good, "filed": self._filed}
+
+    @classmethod
+    def from_liveness(cls, liveness: dict, automaton: CanonicalAutomaton, max_states: int | None = None) -> "OnDemandCanonical":
+        """The automaton :meth:`liveness` describes, over the same tokenizer's A_BPE, with no state expanded."""
+        self = cls.__new__(cls)
+        self.automaton, self.max_states = automaton, max_states
+        self.finals_q, self.cut, self.good, self._filed = liveness["finals"], liveness["cut"], liveness["good"], liveness["filed"]
+        self.groups = None  # only liveness reads them
+        self._rows_q = [None] * len(self.cut)
+        self._index, self._states, self._rows = {}, [], []
+        self._begin(liveness["start"])
+        return self
 
     # -- states --------------------------------------------------------------------------
     def _number(self, configurations: frozenset) -> int:

@@ -97,7 +97,7 @@ def _require_single_whitespace_chunk(pattern: DFA, model: BPEModel) -> None:
     if witness is not None:
         text = "".join(model.vocab[i] if isinstance(model.vocab[i], str) else model.vocab[i].decode("utf-8", "replace") for i in witness)
         raise BpefstError(f"the pattern matches {text!r}, which the whitespace pre-tokenizer splits or trims, and promote "
-                          f"cannot model that; pass --no-pretokenize to treat each match as one chunk")
+                          f"cannot model that; pass --no-pretokenize (pretokenize=False in Python) to treat each match as one chunk")
 
 
 # ---------------------------------------------------------------- step 1: the chunked pattern
@@ -174,7 +174,7 @@ def _symbol_stepper(model: BPEModel, chunker: Chunker):
 
         return step
     if model.end_of_word_suffix:
-        raise BpefstError("pre-tokenization-aware promotion does not support end-of-word suffixes; pass --no-pretokenize")
+        raise BpefstError("pre-tokenization-aware promotion does not support end-of-word suffixes; pass --no-pretokenize (pretokenize=False in Python)")
     atoms = {}
     for i in model.base_ids:
         text = model.vocab[i]

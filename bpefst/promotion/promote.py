@@ -90,7 +90,7 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
             pattern, chunker, chunked = minimize(chunked), None, None
         elif mode == "canonical-direct":
             raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
-                              f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match canonicity")
+                              f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match canonicity (mode=, pretokenize=False in Python)")
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     if pretokenize is not False and mode != "agnostic":
@@ -104,7 +104,7 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
 
     if on_demand:
         if mode != "canonical":
-            raise BpefstError("on-demand promotion is for --mode canonical")
+            raise BpefstError("on-demand promotion is for mode canonical")
         trie = trie or SpellingTrie.from_model(model)
         lap("trie")
         if automaton is None:

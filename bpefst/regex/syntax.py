@@ -121,7 +121,38 @@ def parse(pattern: str) -> Node:
     return _Parser(pattern).parse()
 
 
+def check_nesting(pattern: str, limit: int = MAX_NESTING) -> None:
+    """Refuse groups nested deeper than ``limit`` before any recursive parser sees them.
+
+    The ``regex`` module and our parser both recurse once per level, so 3,000
+    nested parentheses would end in a RecursionError.  The scan skips escapes
+    and character classes (a ``(`` inside ``[...]`` opens nothing).
+    """
+    depth, i, n = 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                i += 1  # a leading ] is a literal
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+            if depth > limit:
+                raise RegexSyntaxError(f"groups nest more than {limit} deep", i)
+        elif c == ")":
+            depth = max(0, depth - 1)
+        i += 1
+
+
 def _validate_with_regex_module(pattern: str) -> None:
+    check_nesting(pattern)
     try:
         _regex_module.compile(pattern)
     except _regex_module.error as exc:

@@ -25,9 +25,12 @@ message naming the offending merge; every reader calls it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
+from operator import add, itemgetter
 from typing import Union
 
 import msgpack
@@ -39,6 +42,11 @@ Token = Union[bytes, str]
 LEVELS = ("byte", "char")
 # Ids are stored as uint32 (artifacts, automata tables) and HF reads them as u32
 MAX_ID = 2**32 - 1
+_LEFT, _RIGHT = itemgetter(0), itemgetter(1)
+# Ids may leave gaps (specials placed after a reserved range), but not gaps that would size
+# tables by an id far beyond the vocabulary (issue 16, item 6): largest id < 4 x tokens + 65,536.
+SPARSE_FACTOR = 4
+SPARSE_SLACK = 65_536
 
 
 @dataclass(eq=True)
@@ -57,6 +65,27 @@ class BPEModel:
     def __post_init__(self) -> None:
         self.validate()
 
+    @classmethod
+    def unchecked(cls, **fields) -> "BPEModel":
+        """A model whose fields are known to be valid, built without :meth:`validate`.
+
+        For readers whose input is valid by construction (merges recovered from
+        a rank file) or was checked when it was written and travels in trusted
+        hands (an unpickled tokenizer).  Files from users go through the checks.
+        """
+        model = cls.__new__(cls)
+        for spec in dataclasses.fields(cls):
+            if spec.name in fields:
+                value = fields.pop(spec.name)
+            elif spec.default_factory is not dataclasses.MISSING:
+                value = spec.default_factory()
+            else:
+                value = spec.default
+            object.__setattr__(model, spec.name, value)
+        if fields:
+            raise TypeError(f"unknown BPEModel fields: {', '.join(fields)}")
+        return model
+
     # -- structure -----------------------------------------------------------------
 
     @cached_property
@@ -66,7 +95,28 @@ class BPEModel:
     @cached_property
     def merge_results(self) -> list[int]:
         """The id of the token each merge produces, in rank order."""
+        if not self.continuing_subword_prefix:  # the result is spelled by the concatenation: one C-level pass
+            vocab = self.vocab
+            try:
+                spelled = map(add, map(vocab.__getitem__, map(_LEFT, self.merges)), map(vocab.__getitem__, map(_RIGHT, self.merges)))
+                results = list(map(self.token_to_id.get, spelled))
+            except (KeyError, TypeError):
+                results = [None]
+            if None not in results:
+                return results
         return [self._merge_result(rank, a, b) for rank, (a, b) in enumerate(self.merges)]
+
+    @cached_property
+    def packed_merges(self) -> tuple[dict[int, int], int]:
+        """``(table, shift)``: the merge table packed for :func:`.packed_bpe.bpe_packed`.
+
+        A reader that builds it anyway (the rank-file reader, while recovering
+        merges) stores it here, as it may :attr:`merge_results`.
+        """
+        from .packed_bpe import pack_merges, pair_shift
+
+        shift = pair_shift(self.vocab)
+        return pack_merges(self.merges, self.merge_results, shift), shift
 
     @cached_property
     def merge_table(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -130,7 +180,68 @@ class BPEModel:
         return result
 
     def validate(self) -> None:
-        """Raise BpefstError unless the model is well formed and proper."""
+        """Raise BpefstError unless the model is well formed and proper.
+
+        The checks run first as whole-table passes (C-level maps over the
+        vocabulary and merges); only when one fails does the entry-by-entry
+        walk below run, to name the offending entry.  A 100k-token model is
+        checked in about a tenth of a second.
+        """
+        self._check_fields()
+        if not self._looks_valid():
+            self._validate_entries()
+            self._check_proper()
+
+    def _check_fields(self) -> None:
+        """The scalar fields have their types (a tampered artifact must fail here, not deep in tokenizing)."""
+        for name in ("pattern", "end_of_word_suffix", "continuing_subword_prefix", "unk_token"):
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise BpefstError(f"{name} must be a string or none, found {type(getattr(self, name)).__name__}")
+        for name in ("fuse_unk", "ignore_merges"):
+            if not isinstance(getattr(self, name), bool):
+                raise BpefstError(f"{name} must be true or false, found {type(getattr(self, name)).__name__}")
+
+    def _looks_valid(self) -> bool:
+        """Every check of :meth:`validate` in bulk; False when any fails (or cannot tell)."""
+        if self.level not in LEVELS:
+            return False
+        expected = bytes if self.level == "byte" else str
+        ids, tokens = self.vocab.keys(), self.vocab.values()
+        if ids and not (set(map(type, ids)) == {int} and min(ids) >= 0 and max(ids) <= MAX_ID):
+            return False
+        if tokens and not (set(map(type, tokens)) == {expected} and all(tokens)):
+            return False
+        if len(self.token_to_id) != len(self.vocab):
+            return False
+        for text, sid in self.specials.items():
+            if not text or type(sid) is not int or not 0 <= sid <= MAX_ID:
+                return False
+            if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
+                return False
+        merges = self.merges
+        try:
+            if len(set(merges)) != len(merges):
+                return False
+        except TypeError:
+            return False
+        try:
+            results = self.merge_results
+        except (BpefstError, KeyError, TypeError):
+            self.__dict__.pop("merge_results", None)
+            return False
+        # properness: each side of merge k is a base symbol or produced by a merge ranked below k
+        produced_at: dict[int, int] = dict(zip(reversed(results), range(len(results) - 1, -1, -1)))
+        base = self.base_ids
+        built_rank = {i: -1 for i in base}
+        for token, rank in produced_at.items():
+            if token not in built_rank:
+                built_rank[token] = rank
+        never = len(merges)
+        left_ranks = map(built_rank.get, map(_LEFT, merges), repeat(never))
+        right_ranks = map(built_rank.get, map(_RIGHT, merges), repeat(never))
+        return all(l < k and r < k for k, l, r in zip(range(never), left_ranks, right_ranks))
+
+    def _validate_entries(self) -> None:
         if self.level not in LEVELS:
             raise BpefstError(f"unknown tokenizer level {self.level!r} (expected one of {', '.join(LEVELS)})")
         expected = bytes if self.level == "byte" else str
@@ -148,7 +259,20 @@ class BPEModel:
                 raise BpefstError(f"special token {text!r} has an invalid id {sid!r}")
             if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
                 raise BpefstError(f"special token {text!r} has id {sid}, which already belongs to token {_show(self.vocab[sid])}")
-        self._check_proper()
+
+    def check_dense(self) -> None:
+        """Refuse ids far beyond the number of tokens, before a table indexed by id is built.
+
+        The merge forest, the automata and the validator size their tables by the
+        largest id, so one id of 2**31 in a 4 KB vocab.json would take gigabytes.
+        Loading, encoding and decoding (dictionaries) accept such ids, as HF does.
+        """
+        count = len(self.vocab) + len(self.specials)
+        largest = self.max_id
+        if largest >= SPARSE_FACTOR * count + SPARSE_SLACK:
+            raise BpefstError(f"token ids are too sparse: the largest id is {largest:,} for {count:,} tokens; bpefst sizes "
+                              f"its tables by the largest id and accepts ids below {SPARSE_FACTOR} x the token count + "
+                              f"{SPARSE_SLACK:,}; renumber the tokens")
 
     def _check_proper(self) -> None:
         seen: set[tuple[int, int]] = set()

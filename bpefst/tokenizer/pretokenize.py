@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import enum
 from functools import lru_cache
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import regex
 
-from ..errors import BpefstError
+from ..errors import BpefstError, DisallowedSpecialError
+from ..regex.syntax import check_nesting
 
 PRESETS: dict[str, str] = {
     "gpt2": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
@@ -83,9 +84,29 @@ def preset_name(pattern: str | None) -> str:
 @lru_cache(maxsize=32)
 def compile_pattern(pattern: str) -> regex.Pattern:
     try:
+        check_nesting(pattern)
         return regex.compile(pattern)
     except regex.error as exc:
         raise BpefstError(f"invalid pre-tokenization pattern: {exc}") from None
+    except BpefstError as exc:
+        raise BpefstError(f"invalid pre-tokenization pattern: {exc}") from None
+    except (RecursionError, OverflowError, ValueError) as exc:
+        raise BpefstError(f"invalid pre-tokenization pattern: {type(exc).__name__}") from None
+
+
+@lru_cache(maxsize=32)
+def chunk_finder(pattern: str) -> Callable[[str], list[str]]:
+    """``text -> the whole matches of pattern``: what tiktoken and HF's ``Split`` cut text into.
+
+    ``regex.findall`` returns a pattern's groups instead of its matches when it
+    has capturing groups (``(\\w)+|\\s+`` would give ``["o", "d", ""]`` for
+    ``"hello world"``), which would lose text; groups never change the chunks.
+    """
+    compiled = compile_pattern(pattern)
+    if compiled.groups == 0:
+        return compiled.findall  # the fast path: one C-level call
+    finditer = compiled.finditer
+    return lambda text: [match.group() for match in finditer(text)]
 
 
 @lru_cache(maxsize=64)
@@ -112,10 +133,7 @@ def check_disallowed(text: str, disallowed: frozenset[str], offset: int = 0) -> 
     matcher = specials_regex(disallowed)
     found = matcher.search(text) if matcher is not None else None
     if found is not None:
-        raise BpefstError(
-            f"the text contains the special token {found.group()!r} at character {offset + found.start()}, which is not "
-            f"allowed (allow it, e.g. --allowed-special all, or treat it as text with --allowed-special none)"
-        )
+        raise DisallowedSpecialError(found.group(), offset + found.start())
 
 
 class Pretokenizer:
@@ -133,15 +151,15 @@ class Pretokenizer:
     def __init__(self, pattern: str | None, specials: dict[str, int]):
         self.pattern = pattern
         self.specials = dict(specials)
-        self._regex = compile_pattern(pattern) if pattern is not None else None
+        self._findall = chunk_finder(pattern) if pattern is not None else None
 
     def chunks(self, text: str) -> list[str]:
         """Pre-tokenize text that contains no special tokens."""
         if not text:
             return []
-        if self._regex is None:
+        if self._findall is None:
             return [text]
-        return self._regex.findall(text)
+        return self._findall(text)
 
     def split(self, text: str, allowed: Iterable[str] | str = (), disallowed: Iterable[str] | str = "all") -> Iterator[tuple[str, int | None]]:
         known = frozenset(self.specials)

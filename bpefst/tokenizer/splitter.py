@@ -34,7 +34,7 @@ from typing import Callable
 
 import regex
 
-from .pretokenize import PRESETS, compile_pattern
+from .pretokenize import PRESETS, chunk_finder
 from .safe_cuts import cut_rule_for, safe_cut
 
 _ASCII = "".join(map(chr, range(128)))
@@ -99,7 +99,7 @@ class Splitter:
             self._slow: Callable[[str], list[str]] = lambda text: [text] if text else []
             self._fast = None
             return
-        self._slow = compile_pattern(pattern).findall
+        self._slow = chunk_finder(pattern)
         self._fast = _fast_findall(pattern) if pattern in PRESETS.values() else None
         self._rule = cut_rule_for(pattern, {})
 

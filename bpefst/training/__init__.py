@@ -19,6 +19,7 @@ Two tie-breaks among pairs of equal count:
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Mapping, Sequence
 
@@ -51,13 +52,18 @@ def train_bpe(
     block_size: int = DEFAULT_BLOCK_SIZE,
     progress: TrainingProgress | None = None,
 ) -> BPEModel:
-    """Train a BPE tokenizer on the files in ``corpus`` (``-`` is stdin).
+    """Train a BPE tokenizer on the files in ``corpus`` (a path or a list of paths; ``-`` is stdin).
+
+    This is the layer's own entry point, returning the :class:`BPEModel`;
+    :func:`bpefst.train` wraps it for Python users (texts too, a Tokenizer back).
 
     ``pattern`` is a preset name (gpt2, cl100k, o200k, whitespace, none) or a
     regex; by default gpt2 for ``alphabet="bytes"`` and whitespace for
     ``"chars"``.  ``vocab_size`` counts special tokens, the base alphabet and
     merged tokens.  Raises BpefstError for bad settings or bad input.
     """
+    if isinstance(corpus, (str, os.PathLike)):  # one file, not a sequence of one-letter paths
+        corpus = [corpus]
     specials = _check_settings(vocab_size, special_tokens, alphabet, end_of_word_suffix, min_frequency, tie_break)
     regex_pattern = resolve_pattern(pattern if pattern is not None else DEFAULT_PATTERNS[alphabet])
     if alphabet == "bytes":
@@ -182,7 +188,7 @@ def _check_settings(
     if min_frequency < 0:
         raise BpefstError(f"the minimum frequency must not be negative, not {min_frequency}")
     if suffix is not None and alphabet != "chars":
-        raise BpefstError("an end-of-word suffix needs character-level training (--alphabet chars)")
+        raise BpefstError("an end-of-word suffix needs character-level training (--alphabet chars; alphabet='chars' in Python)")
     if suffix == "":
         raise BpefstError("the end-of-word suffix is empty")
     specials: list[str] = []

@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Sequence
 import regex
 
 from ..errors import BpefstError
-from ..tokenizer.pretokenize import compile_pattern
+from ..tokenizer.pretokenize import chunk_finder
 from .sources import BlockCutter, Source, iter_blocks
 
 DEFAULT_BLOCK_SIZE = 1 << 20
@@ -70,7 +70,7 @@ class ChunkCounter:
     def count_into(self, counter: Counter, data: bytes, name: str = "corpus", offset: int = 0) -> None:
         """Add the chunks of one block to ``counter``."""
         text = self.decode(data, name, offset)
-        findall = compile_pattern(self.pattern).findall if self.pattern is not None else None
+        findall = chunk_finder(self.pattern) if self.pattern is not None else None
         for piece in self.split_specials(text):
             if not piece:
                 continue

@@ -118,9 +118,9 @@ def format_losses(model: BPEModel, fmt: str) -> list[str]:
 
     notes = []
     if fmt == "gpt2" and model.pattern != PRESETS["gpt2"]:
-        notes.append(f"vocab.json + merges.txt imply the gpt2 pattern; this tokenizer's pattern ({model.pattern_name}) is not stored: pass --pattern when reading it")
+        notes.append(f"vocab.json + merges.txt imply the gpt2 pattern; this tokenizer's pattern ({model.pattern_name}) is not stored: pass --pattern (pattern= in Python) when reading it")
     if fmt == "tiktoken" and (model.pattern, model.specials) not in KNOWN_ENCODINGS.values():
-        notes.append(f"tiktoken rank files store neither the pattern ({model.pattern_name}) nor special tokens: pass --pattern and --special when reading it")
+        notes.append(f"tiktoken rank files store neither the pattern ({model.pattern_name}) nor special tokens: pass --pattern and --special (pattern= and special_tokens= in Python) when reading it")
     return notes
 
 

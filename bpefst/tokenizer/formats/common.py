@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
+import zlib
 from typing import Any, Iterable
 
+from ...artifact import note_input
 from ...errors import BpefstError
 from ..model import MAX_ID
 
@@ -22,12 +25,40 @@ def read_raw(path: str | os.PathLike) -> bytes:
             data = handle.read()
     except OSError as exc:
         raise BpefstError(f"cannot read {path}: {exc.strerror or exc}") from None
+    note_input(path)
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise BpefstError(f"{path}: corrupted gzip data ({exc})") from None
+        data = _gunzip(data, path)
     return data
+
+
+# The largest tokenizer files in use are tens of megabytes (o200k's rank file: 3.6 MB); a
+# gzip of a few hundred kilobytes can expand to gigabytes (a "decompression bomb").
+DEFAULT_MAX_DECOMPRESSED = 64 << 20
+MAX_DECOMPRESSED_VARIABLE = "BPEFST_MAX_DECOMPRESSED_MB"
+
+
+def max_decompressed() -> int:
+    """The cap on a gzipped tokenizer's size once decompressed: 64 MiB, or $BPEFST_MAX_DECOMPRESSED_MB."""
+    value = os.environ.get(MAX_DECOMPRESSED_VARIABLE)
+    if value is None:
+        return DEFAULT_MAX_DECOMPRESSED
+    if not value.isdigit() or not 0 < len(value) <= 9 or int(value) == 0:
+        raise BpefstError(f"{MAX_DECOMPRESSED_VARIABLE} must be a positive number of megabytes, found {value[:20]!r}")
+    return int(value) << 20
+
+
+def _gunzip(data: bytes, path: str | os.PathLike) -> bytes:
+    """Decompress in a stream that stops one byte past the cap, so a bomb costs the cap, not its size."""
+    cap = max_decompressed()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            out = stream.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise BpefstError(f"{path}: corrupted gzip data ({exc})") from None
+    if len(out) > cap:
+        raise BpefstError(f"{path}: decompresses to more than {cap >> 20:,} MiB, more than any tokenizer needs; "
+                          f"set {MAX_DECOMPRESSED_VARIABLE} to raise the limit")
+    return out
 
 
 def read_text(path: str | os.PathLike) -> str:
@@ -38,10 +69,30 @@ def read_text(path: str | os.PathLike) -> str:
         raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
+# Longer integers than Python converts by default (sys.get_int_max_str_digits()); no field
+# of any tokenizer file needs one, and int() would refuse it with a traceback.
+MAX_JSON_INT_DIGITS = 4300
+
+
+class _HugeInteger(Exception):
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        raise _HugeInteger(text)
+    return int(text)
+
+
 def parse_any_json(raw: bytes, path: str | os.PathLike) -> Any:
     """Any JSON value from raw bytes; BpefstError unless it is valid UTF-8 JSON."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), parse_int=_json_int)
+    except _HugeInteger as huge:
+        line = raw[: max(raw.find(huge.text.encode()), 0)].count(b"\n") + 1
+        raise BpefstError(f"{path}: line {line}: an integer of {len(huge.text.lstrip('-')):,} digits, too large for any "
+                          f"field") from None
     except UnicodeDecodeError as exc:
         raise BpefstError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
     except json.JSONDecodeError as exc:

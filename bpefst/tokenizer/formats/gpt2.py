@@ -64,7 +64,7 @@ def _with_orphans_as_specials(vocab: dict[int, bytes], merges: list[tuple[int, i
 
 def write(model: BPEModel, vocab_path: str | os.PathLike, merges_path: str | os.PathLike) -> None:
     if not model.is_byte_level:
-        raise BpefstError("the vocab.json + merges.txt format holds byte-level tokenizers only; use --format hf")
+        raise BpefstError("the vocab.json + merges.txt format holds byte-level tokenizers only; use --format hf (format=\"hf\" in Python)")
     vocab = {encode_bytes(t): i for i, t in sorted(model.vocab.items())}
     for text, i in model.specials.items():
         vocab[text] = i

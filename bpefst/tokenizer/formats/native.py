@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+import msgpack
+
 from ...artifact import pack_ints, parse_artifact, check_header, unpack_ints, write_artifact
 from ...errors import ArtifactError, BpefstError
 from ..model import BPEModel
@@ -40,7 +42,33 @@ def to_body(model: BPEModel) -> dict:
     }
 
 
-def from_body(body: dict, name: str) -> BPEModel:
+# Every body field and the msgpack types it may hold: a tampered file must be refused on load,
+# not fail later with a TypeError deep inside tokenization.
+_FIELD_TYPES = {
+    "level": (str,), "ids": (bytes,), "offsets": (bytes,), "tokens": (bytes,), "merges": (bytes,), "specials": (dict,),
+    "pattern": (str, type(None)), "end_of_word_suffix": (str, type(None)), "continuing_subword_prefix": (str, type(None)),
+    "unk_token": (str, type(None)), "fuse_unk": (bool,), "ignore_merges": (bool,),
+}
+
+
+def check_body_types(body: object, name: str) -> None:
+    """Raise ArtifactError unless ``body`` has every field, each of its expected type."""
+    if not isinstance(body, dict):
+        raise ArtifactError(f"{name}: corrupted tokenizer artifact (the tokenizer body is not a map)")
+    for field, types in _FIELD_TYPES.items():
+        if field not in body:
+            raise ArtifactError(f"{name}: corrupted tokenizer artifact (field {field!r} is missing)")
+        value = body[field]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ArtifactError(f"{name}: corrupted tokenizer artifact (field {field!r} is {type(value).__name__})")
+    for text, token_id in body["specials"].items():
+        if not isinstance(text, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise ArtifactError(f"{name}: corrupted tokenizer artifact (special token {text!r}: {token_id!r})")
+
+
+def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
+    """The model a body describes; checked unless ``trusted`` (see :meth:`BPEModel.unchecked`)."""
+    check_body_types(body, name)
     try:
         level = body["level"]
         ids = unpack_ints(body["ids"])
@@ -52,7 +80,7 @@ def from_body(body: dict, name: str) -> BPEModel:
         tokens = [blob[offsets[k] : offsets[k + 1]] for k in range(len(ids))]
         if level == "char":
             tokens = [t.decode("utf-8") for t in tokens]
-        model = BPEModel(
+        model = (BPEModel.unchecked if trusted else BPEModel)(
             level=level,
             vocab=dict(zip(ids, tokens)),
             merges=list(zip(flat[0::2], flat[1::2])),
@@ -61,8 +89,8 @@ def from_body(body: dict, name: str) -> BPEModel:
             end_of_word_suffix=body["end_of_word_suffix"],
             continuing_subword_prefix=body["continuing_subword_prefix"],
             unk_token=body["unk_token"],
-            fuse_unk=bool(body["fuse_unk"]),
-            ignore_merges=bool(body["ignore_merges"]),
+            fuse_unk=body["fuse_unk"],
+            ignore_merges=body["ignore_merges"],
         )
     except BpefstError as exc:  # the model's own checks do not know the file name
         if str(exc).startswith(name):
@@ -84,3 +112,13 @@ def read_bytes(raw: bytes, name: str) -> BPEModel:
     if model.fingerprint != document["fingerprint"]:
         raise ArtifactError(f"{name}: corrupted tokenizer artifact (content does not match its fingerprint)")
     return model
+
+
+def model_to_bytes(model: BPEModel) -> bytes:
+    """The model as msgpack bytes: the artifact's body, without its header (what a pickled Tokenizer carries)."""
+    return msgpack.packb(to_body(model), use_bin_type=True)
+
+
+def model_from_bytes(data: bytes) -> BPEModel:
+    """The inverse of :func:`model_to_bytes`, for bytes this process family wrote (unpickling): not re-checked."""
+    return from_body(msgpack.unpackb(data, raw=False, strict_map_key=False), "pickled tokenizer", trusted=True)

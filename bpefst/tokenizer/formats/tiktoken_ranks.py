@@ -9,7 +9,8 @@ the merge ``a b`` at this rank.  A token that stays in three or more pieces can
 never be produced by BPE and is kept as an unreachable vocabulary entry.
 
 Rank files carry neither the pre-tokenization pattern nor the special tokens.
-For the files OpenAI publishes (``cl100k_base``, ``o200k_base``) they are
+For the files OpenAI publishes (``cl100k_base``, ``o200k_base``, and GPT-2's
+vocabulary as ``gpt2`` / ``r50k_base``) they are
 known facts of tiktoken and applied by file name; for any other file the caller
 must name them.
 """
@@ -20,13 +21,14 @@ import base64
 import binascii
 import gzip
 import os
+from operator import itemgetter
 from pathlib import Path
 
 from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
 from ..model import MAX_ID, BPEModel
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
-from ..reference import ReferenceEncoder
+from ..packed_bpe import bpe_packed, pair_shift
 from .common import read_raw
 
 KNOWN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
@@ -35,6 +37,9 @@ KNOWN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
         {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
     ),
     "o200k_base": (PRESETS["o200k"], {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    # GPT-2's vocabulary as a rank file (tiktoken's gpt2 / r50k_base): ranks are GPT-2's ids
+    "gpt2": (PRESETS["gpt2"], {"<|endoftext|>": 50256}),
+    "r50k_base": (PRESETS["gpt2"], {"<|endoftext|>": 50256}),
 }
 
 
@@ -45,9 +50,48 @@ def encoding_name(path: str | os.PathLike) -> str | None:
 
 
 def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
+    """``token bytes -> rank`` of a rank file, checked: every line ``base64 rank``, no token or rank twice.
+
+    The whole file is parsed in bulk (C-level maps); only when a check fails is
+    it walked line by line to name the offending line.
+    """
+    data = read_raw(path)
+    ranks = _parse_bulk(data)
+    if ranks is None:
+        ranks = _parse_lines(data, path)
+    if not ranks:
+        raise BpefstError(f"{path}: no tokens")
+    return ranks
+
+
+def _parse_bulk(data: bytes) -> dict[bytes, int] | None:
+    """The rank table, or None when any line is not well formed (so :func:`_parse_lines` can say which)."""
+    fields = data.split()
+    if len(fields) % 2 or len(fields) != 2 * sum(1 for line in data.split(b"\n") if line.strip()):
+        return None
+    tokens, numbers = fields[0::2], fields[1::2]
+    try:
+        decoded = list(map(_strict_b64, tokens))
+        values = list(map(int, numbers))
+    except (ValueError, binascii.Error):
+        return None
+    if not all(map(bytes.isdigit, numbers)) or not all(decoded):
+        return None
+    if values and not 0 <= min(values) <= max(values) <= MAX_ID:
+        return None
+    ranks = dict(zip(decoded, values))
+    if len(ranks) != len(values) or len(set(values)) != len(values):
+        return None
+    return ranks
+
+
+def _strict_b64(token: bytes) -> bytes:
+    return binascii.a2b_base64(token, strict_mode=True)
+
+
+def _parse_lines(data: bytes, path: str | os.PathLike) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
-    data = read_raw(path)
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -62,8 +106,6 @@ def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
         if rank in line_of_rank:
             raise BpefstError(f"{path}:{line_no}: rank {rank} is given to two tokens (also on line {line_of_rank[rank]})")
         ranks[token], line_of_rank[rank] = rank, line_no
-    if not ranks:
-        raise BpefstError(f"{path}: no tokens")
     return ranks
 
 
@@ -86,31 +128,42 @@ def looks_like_ranks(data: bytes) -> bool:
 
 def recover_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
     """Merges implied by a rank table (see module docstring)."""
+    return _recover(ranks)[0]
+
+
+def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int], dict[int, int], int]:
+    """``(merges, their results, the packed merge table, its shift)`` implied by a rank table.
+
+    Each token's bytes go through BPE with the merges recovered so far
+    (:func:`..packed_bpe.bpe_packed`, whose table grows as merges are found); a
+    two-byte token needs no BPE, its merge is its two bytes.
+    """
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise BpefstError(f"rank file lacks single-byte tokens (e.g. byte {missing[0]}); cannot recover merges")
+    byte_ids = [ranks[bytes([b])] for b in range(256)]
+    table_of_bytes = bytes(byte_ids) if max(byte_ids) < 256 else None  # bytes.translate turns a token into its byte ids
+    shift = pair_shift(ranks.values())
+    table: dict[int, int] = {}
+    get = table.get
     merges: list[tuple[int, int]] = []
-    table: dict[tuple[int, int], tuple[int, int]] = {}
-    encoder = _PartialEncoder(table, ranks)
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(token) == 1:
+    results: list[int] = []
+    append = merges.append
+    for token, rank in sorted(ranks.items(), key=itemgetter(1)):
+        size = len(token)
+        if size == 1:
             continue
-        pieces = encoder.bpe_bytes(token)
+        if size == 2:
+            pieces = [byte_ids[token[0]], byte_ids[token[1]]]
+        else:
+            symbols = list(token.translate(table_of_bytes)) if table_of_bytes is not None else [byte_ids[b] for b in token]
+            pieces = bpe_packed(symbols, get, shift)
         if len(pieces) == 2:
-            table[(pieces[0], pieces[1])] = (len(merges), rank)
-            merges.append((pieces[0], pieces[1]))
-    return merges
-
-
-class _PartialEncoder(ReferenceEncoder):
-    """The reference BPE over a merge table that grows while merges are recovered."""
-
-    def __init__(self, table: dict, ranks: dict[bytes, int]):
-        self._merges = table
-        self._byte_ids = [ranks[bytes([b])] for b in range(256)]
-
-    def bpe_bytes(self, token: bytes) -> list[int]:
-        return self.bpe([self._byte_ids[b] for b in token])
+            a, b = pieces
+            table[(a << shift) | b] = (len(merges) << 32) | rank
+            append((a, b))
+            results.append(rank)
+    return merges, results, table, shift
 
 
 def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
@@ -124,10 +177,14 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         pattern = default_pattern if pattern is FROM_FILE else pattern
         specials = dict(default_specials)
     elif pattern is FROM_FILE:
-        raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern (gpt2, cl100k, o200k, none or a regex)")
+        raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern, or pattern= in Python (gpt2, cl100k, o200k, none or a regex)")
     vocab = {rank: token for token, rank in ranks.items()}
     try:
-        return BPEModel(level="byte", vocab=vocab, merges=recover_merges(ranks), specials=specials, pattern=pattern)
+        merges, results, table, shift = _recover(ranks)
+        # Ranks were checked, recovered merges are proper by construction, known specials are facts of tiktoken.
+        model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
+        model.__dict__.update(merge_results=results, packed_merges=(table, shift))  # built anyway while recovering
+        return model
     except BpefstError as exc:
         raise BpefstError(f"{path}: {exc}") from None
 
@@ -141,10 +198,10 @@ def write(model: BPEModel, path: str | os.PathLike) -> None:
     of the format: name them again when reading the file back.
     """
     if not model.is_byte_level:
-        raise BpefstError("tiktoken rank files hold byte-level tokenizers only; use --format hf")
+        raise BpefstError("tiktoken rank files hold byte-level tokenizers only; use --format hf (format=\"hf\" in Python)")
     ranks = {token: i for i, token in model.vocab.items()}
     if any(bytes([b]) not in ranks for b in range(256)) or recover_merges(ranks) != list(model.merges):
-        raise BpefstError("this tokenizer's ids do not follow its merge order, so a tiktoken rank file cannot express it; use --format hf or bpefst")
+        raise BpefstError("this tokenizer's ids do not follow its merge order, so a tiktoken rank file cannot express it; use --format hf or bpefst (format= in Python)")
     lines = [base64.b64encode(token) + b" " + str(i).encode() for i, token in sorted(model.vocab.items())]
     data = b"\n".join(lines) + b"\n"
     if str(path).endswith(".gz"):

@@ -1,0 +1,136 @@
+"""The functions that make things, for Python users: ``train``, ``compile``, ``promote``.
+
+Each is a thin shell over its layer, taking and returning values (a
+:class:`~bpefst.pipeline.encoder.Tokenizer`, a compiled automaton, a
+:class:`~bpefst.promotion.token_language.TokenLanguage`), with the command
+line's safety limits as defaults.  Loading lives in :mod:`bpefst.registry`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .errors import BpefstError
+from .pipeline.encoder import Tokenizer
+from .promotion.token_language import DEFAULT_MAX_ARCS, DEFAULT_MAX_STATES, TokenLanguage
+
+COMPILE_KINDS = ("dfa", "transducer")
+
+
+def train(corpus, vocab_size: int, special_tokens: Sequence[str] = (), *, pattern: str | None = None, alphabet: str = "bytes",
+          tie_break: str = "lexicographic", min_frequency: int = 0, end_of_word_suffix: str | None = None,
+          jobs: int | None = None, name: str = "") -> Tokenizer:
+    """Train BPE on ``corpus`` and return the tokenizer (its ``vocab`` and ``merges`` are bytes, CS336 shapes).
+
+    ``corpus`` is a path (``str`` or ``Path``), a list of paths, or an iterable
+    of texts (each one a document; a generator, or a list of strings none of
+    which names a file).  A list mixing file names and other strings is
+    refused rather than guessed.  ``vocab_size`` counts special tokens, the
+    base alphabet and merges; ``pattern`` defaults to ``gpt2`` for bytes and
+    ``whitespace`` for characters; ``tie_break`` is ``lexicographic`` (CS336)
+    or ``hf`` (HF ``BpeTrainer``).
+    """
+    from . import training
+
+    if isinstance(special_tokens, str):
+        raise BpefstError(f"special_tokens= takes a list of strings, e.g. [{special_tokens!r}]")
+    settings = dict(special_tokens=list(special_tokens), pattern=pattern, alphabet=alphabet, tie_break=tie_break,
+                    min_frequency=min_frequency, end_of_word_suffix=end_of_word_suffix)
+    paths, texts = _corpus_parts(corpus)
+    if paths is not None:
+        model = training.train_bpe(paths, vocab_size, jobs=jobs, progress=None, **settings)
+    else:
+        model = _train_on_texts(texts, vocab_size, settings)
+    return Tokenizer(model, name=name)
+
+
+def _corpus_parts(corpus) -> tuple[list[str] | None, Iterable[str] | None]:
+    """``(paths, None)`` or ``(None, texts)`` (see :func:`train`)."""
+    if isinstance(corpus, (str, os.PathLike)):
+        return [os.fspath(corpus)], None
+    if isinstance(corpus, (bytes, bytearray)):
+        raise BpefstError("train() takes paths or texts (str), not bytes")
+    if isinstance(corpus, (list, tuple)):
+        if all(isinstance(c, os.PathLike) for c in corpus):
+            return [os.fspath(c) for c in corpus], None
+        if not all(isinstance(c, (str, os.PathLike)) for c in corpus):
+            raise BpefstError("train() takes a list of paths or a list of texts (str)")
+        files = [isinstance(c, os.PathLike) or ("\n" not in c and len(c) < 4096 and Path(c).is_file()) for c in corpus]
+        if all(files):
+            return [os.fspath(c) for c in corpus], None
+        if any(files):
+            first = next(c for c, is_file in zip(corpus, files) if not is_file)
+            raise BpefstError(f"train() got a list mixing file names and texts ({first[:40]!r} names no file); pass "
+                              f"only paths, or only texts")
+        return None, corpus
+    try:
+        return None, iter(corpus)
+    except TypeError:
+        raise BpefstError(f"train() takes a path, a list of paths or an iterable of texts, not {type(corpus).__name__}") from None
+
+
+def _train_on_texts(texts: Iterable[str], vocab_size: int, settings: dict):
+    from . import training
+    from .tokenizer.pretokenize import resolve_pattern
+    from .training.counting import ChunkCounter
+
+    alphabet = settings["alphabet"]
+    pattern = resolve_pattern(settings["pattern"] if settings["pattern"] is not None else training.DEFAULT_PATTERNS.get(alphabet, "gpt2"))
+    counter = ChunkCounter(pattern, tuple(settings["special_tokens"]), line_mode=settings["tie_break"] == "hf",
+                           strict_utf8=alphabet == "chars")
+    counts: Counter = Counter()
+    for k, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise BpefstError(f"train() text {k} is {type(text).__name__}, not str")
+        counter.count_into(counts, text.encode("utf-8", "surrogatepass"), f"text {k}")
+    if not counts:
+        raise BpefstError("the corpus is empty: no text to train on")
+    return training.train_from_counts(counts, vocab_size, **{**settings, "pattern": pattern})
+
+
+def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", budget: int | None = None):
+    """The tokenizer's canonical DFA (``kind="dfa"``, A_BPE) or tokenizing transducer (``"transducer"``), as a value with ``save(path)``."""
+    from .bpe.compiled import CanonicalDFA, CompiledTransducer
+
+    model = _model_of(tokenizer)
+    if kind == "dfa":
+        return CanonicalDFA.build(model, encoding)
+    if kind == "transducer":
+        return CompiledTransducer.build(model, budget)
+    raise BpefstError(f"kind= must be one of {', '.join(COMPILE_KINDS)}, not {kind!r}")
+
+
+def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
+            mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
+            max_arcs: int = DEFAULT_MAX_ARCS) -> TokenLanguage:
+    """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
+    ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation),
+    as a :class:`TokenLanguage`.
+
+    ``mode``: ``canonical`` (only the tokenizer's own encodings of each
+    match, following its pre-tokenization unless ``pretokenize=False``),
+    ``agnostic`` (every spelling) or ``canonical-direct`` (Algorithm 2).
+    Nothing large is built here: ask the result for ``guide()`` (decoding),
+    ``dfa()`` (written out), ``shared_rows()`` or ``save(path)``.
+    """
+    from .promotion.constraints import constraint_pattern
+    from .regex import alphabet_for, compile_regex
+
+    if regex is not None and not isinstance(regex, str):
+        raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
+    model = _model_of(tokenizer)
+    pattern = compile_regex(constraint_pattern(regex, json_schema, whitespace), alphabet_for(model), max_states=max_states)
+    return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs)
+
+
+def _model_of(tokenizer):
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer.model
+    from .tokenizer import BPEModel
+
+    if isinstance(tokenizer, BPEModel):
+        return tokenizer
+    raise BpefstError(f"expected a bpefst.Tokenizer (from bpefst.load or bpefst.get_encoding), not {type(tokenizer).__name__}")

@@ -1,0 +1,141 @@
+"""An on-disk cache of on-demand canonical automata, keyed by tokenizer fingerprint and pattern.
+
+Setting up :class:`~.on_demand.OnDemandCanonical` is the token lattice walk and
+the liveness solve; everything after is expanded from their result
+(:meth:`~.on_demand.OnDemandCanonical.liveness`: the chunked pattern's start,
+finals and cuts, ``good[q]`` and the token groups filed per lattice state).
+That result depends only on the tokenizer and the pattern, so it is written
+once and read back by the next process: for a schema with a bounded free-text
+string over GPT-2 the solve takes tens of seconds, reading it back a fraction
+of that.
+
+The file is a msgpack map with the header of bpefst's artifacts (format, kind
+``guide-cache``, schema version, tokenizer fingerprint) and a body holding the
+pattern it was built for, packed as bytes with its SHA-256 beside it.  A file
+that does not match (another tokenizer, pattern or schema version, a torn or
+altered body) is ignored and rebuilt: it is a cache, and a stale entry must
+never answer for another pattern.  Writes are atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgpack
+
+from ..artifact import FORMAT_NAME, atomic_write_bytes, pack_ints, unpack_ints
+from ..bpe import CanonicalAutomaton
+from .on_demand import OnDemandCanonical
+
+KIND = "guide-cache"
+SCHEMA = 1
+NO_CUT = 0xFFFFFFFF
+
+
+def cache_path(directory: str | Path, fingerprint: str, pattern: str) -> Path:
+    key = hashlib.sha256(f"{fingerprint}\0canonical\0{pattern}".encode("utf-8")).hexdigest()[:40]
+    return Path(directory) / f"{key}.guide"
+
+
+def save(path: str | Path, lazy: OnDemandCanonical, fingerprint: str, pattern: str) -> None:
+    """Write ``lazy``'s liveness result (module docstring)."""
+    parts = lazy.liveness()
+    # Lattice states share token groups (a group is filed under every state it leaves) and
+    # often equal good sets, so both are stored once and referred to by number.
+    groups: dict[int, int] = {}
+    group_data: list[bytes] = []
+    goods: dict[int, int] = {}
+    good_data: list[bytes] = []
+
+    def group(tokens) -> int:
+        k = groups.get(id(tokens))
+        if k is None:
+            k = groups[id(tokens)] = len(group_data)
+            group_data.append(pack_ints(tokens))
+        return k
+
+    def good(mask: int) -> int:
+        k = goods.get(mask)
+        if k is None:
+            k = goods[mask] = len(good_data)
+            good_data.append(mask.to_bytes((mask.bit_length() + 7) // 8, "little"))
+        return k
+
+    fields = {
+        "pattern": pattern,
+        "start": parts["start"],
+        "finals": pack_ints(sorted(parts["finals"])),
+        "cut": pack_ints(NO_CUT if r is None else r for r in parts["cut"]),
+        "good": pack_ints(good(g) for g in parts["good"]),  # numbers into goods
+        "filed": [pack_ints(x for tokens, r in row for x in (group(tokens), r)) for row in parts["filed"]],  # (group, r) pairs
+    }
+    body = msgpack.packb({**fields, "goods": good_data, "groups": group_data}, use_bin_type=True)
+    document = {"format": FORMAT_NAME, "kind": KIND, "schema": SCHEMA, "fingerprint": fingerprint,
+                "sha256": hashlib.sha256(body).hexdigest(), "body": body}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
+
+
+def load(path: str | Path, automaton: CanonicalAutomaton, fingerprint: str, pattern: str,
+         max_states: int | None = None) -> OnDemandCanonical | None:
+    """The cached automaton for (tokenizer, pattern), or None when there is no matching, intact entry."""
+    try:
+        document = msgpack.unpackb(Path(path).read_bytes(), raw=False)
+        if not (isinstance(document, dict) and document.get("format") == FORMAT_NAME and document.get("kind") == KIND
+                and document.get("schema") == SCHEMA and document.get("fingerprint") == fingerprint):
+            return None
+        body = document["body"]
+        if hashlib.sha256(body).hexdigest() != document["sha256"]:
+            return None
+        parts = msgpack.unpackb(body, raw=False)
+        if parts["pattern"] != pattern:
+            return None
+        cut = [None if r == NO_CUT else r for r in unpack_ints(parts["cut"])]
+        good, filed = _Goods(parts["good"], parts["goods"]), _Filed(parts["filed"], parts["groups"])
+        if not (len(good) == len(filed) == len(cut) and 0 <= parts["start"] < len(cut)):
+            return None
+        liveness = {"start": parts["start"], "finals": frozenset(unpack_ints(parts["finals"])), "cut": cut, "good": good,
+                    "filed": filed}
+    except Exception:  # whatever is wrong with the file (missing, torn, another layout), it is a miss
+        return None
+    return OnDemandCanonical.from_liveness(liveness, automaton, max_states)
+
+
+class _Goods:
+    """``good[q]`` decoded when first read (a decode touches few lattice states)."""
+
+    def __init__(self, numbers: bytes, table: list[bytes]):
+        self.numbers, self.table = unpack_ints(numbers), table
+        self.decoded: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, q: int) -> int:
+        k = self.numbers[q]
+        mask = self.decoded.get(k)
+        if mask is None:
+            mask = self.decoded[k] = int.from_bytes(self.table[k], "little")
+        return mask
+
+
+class _Filed:
+    """The groups filed under lattice state ``q``, ``[(tokens, r), ...]``, decoded when first read."""
+
+    def __init__(self, rows: list[bytes], groups: list[bytes]):
+        self.rows, self.groups = rows, groups
+        self.decoded: dict[int, object] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, q: int) -> list:
+        pairs = unpack_ints(self.rows[q])
+        return [(self._group(pairs[i]), pairs[i + 1]) for i in range(0, len(pairs), 2)]
+
+    def _group(self, k: int):
+        tokens = self.decoded.get(k)
+        if tokens is None:
+            tokens = self.decoded[k] = unpack_ints(self.groups[k])
+        return tokens
