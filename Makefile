@@ -30,13 +30,15 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+BENCHES := bench_api bench_train bench_compile bench_tokenize bench_datasets bench_promote bench_guided bench_ray
+
+# Every benchmark, each printing its table with the peer measured in the same run;
+# the tables also go to benchmarks/RESULTS.md (the README quotes them).
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	$(BIN)/python benchmarks/bench_train.py
-	$(BIN)/python benchmarks/bench_compile.py
-	$(BIN)/python benchmarks/bench_tokenize.py
-	$(BIN)/python benchmarks/bench_promote.py
-	$(BIN)/python benchmarks/bench_guided.py
+	@echo "# Benchmark results ($$(date -u +%Y-%m-%d), make bench)" > benchmarks/RESULTS.md
+	@for b in $(BENCHES); do echo "## $$b" | tee -a benchmarks/RESULTS.md; \
+	  $(BIN)/python benchmarks/$$b.py | tee -a benchmarks/RESULTS.md || exit 1; done
 
 clean:
 	rm -rf build $(VENV)

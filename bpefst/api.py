@@ -122,8 +122,9 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     if regex is not None and not isinstance(regex, str):
         raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
-    pattern = compile_regex(constraint_pattern(regex, json_schema, whitespace), alphabet_for(model), max_states=max_states)
-    return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs)
+    text = constraint_pattern(regex, json_schema, whitespace)
+    pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
+    return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs, source=text)
 
 
 def _model_of(tokenizer):

@@ -41,7 +41,7 @@ import msgpack
 from .errors import ArtifactError, BpefstError
 
 FORMAT_NAME = "bpefst"
-KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton")
+KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton", "counts")
 
 
 def pack_ints(values: Iterable[int], typecode: str = "I") -> bytes:
@@ -208,6 +208,11 @@ def _map_header(size: int) -> bytes:
 def write_artifact(path: str | os.PathLike, kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> None:
     """Serialize ``body`` under a header and write it atomically to ``path``."""
     atomic_write_bytes(path, pack_artifact(kind, schema, fingerprint, body))
+
+
+def artifact_bytes(kind: str, schema: int, fingerprint: str, body: dict[str, Any]) -> bytes:
+    """The serialized artifact, for sending it elsewhere (to a worker process) rather than to a file."""
+    return pack_artifact(kind, schema, fingerprint, body)
 
 
 def peek_kind(path: str | os.PathLike) -> str | None:

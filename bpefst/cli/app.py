@@ -6,6 +6,7 @@ import click
 
 from .. import __version__
 from .automaton_commands import compile_command, validate
+from .count_command import count
 from .streams import Interrupted, PipeClosed
 from .promote_command import promote_command
 from .tokenize_command import tokenize
@@ -37,5 +38,5 @@ def cli() -> None:
     """
 
 
-for _command in (train, compile_command, tokenize, promote_command, validate, info, encode, decode, convert):
+for _command in (train, count, compile_command, tokenize, promote_command, validate, info, encode, decode, convert):
     cli.add_command(_command)

@@ -61,6 +61,11 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
                    "--allowed-special is a list, else none).")
 @click.option("--cache-size", type=click.IntRange(1, None), default=None, help="Chunk -> ids cache entries (bounded memory).")
 @click.option("--max-states", type=click.IntRange(16, None), default=None, help="Transducer states kept in the lazy cache.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="ray: each input file becomes one shard of --output-dir, written by a Ray worker that reads the file "
+                   "itself (pip install 'bpefst[ray]').")
+@click.option("--address", metavar="ADDR", help="With --engine ray: the cluster to join [default: RAY_ADDRESS, else a local cluster].")
+@click.option("--resume", is_flag=True, help="With --engine ray: continue an unfinished run in --output-dir, skipping complete shards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display (it is shown only when stderr is a terminal).")
 @click.option("--stats", is_flag=True, help="Print a summary (documents, ids, MB/s) on stderr at the end.")
 @user_errors
@@ -68,7 +73,7 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
              output: str | None, output_dir: str | None, shard_size: int | None, dtype: str, index_path: str | None,
              eot: str | None, bot: str | None, input_kind: str, text_field: str, split_lines: bool, jobs: int,
              allowed_special: str, disallowed_special: str | None, cache_size: int | None, max_states: int | None,
-             quiet: bool, stats: bool) -> None:
+             engine: str, address: str | None, resume: bool, quiet: bool, stats: bool) -> None:
     """Tokenize text exactly as tiktoken / HF tokenizers do, streaming, in linear time.
 
     TOKENIZER_OR_COMPILED is any tokenizer bpefst reads (tokenizer.json,
@@ -86,6 +91,7 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
       cat notes.txt | bpefst tokenize ../shared/data/tiktoken/cl100k_base.tiktoken.gz
       bpefst tokenize ../shared/data/gpt2/vocab.json data/ --eot '<|endoftext|>' --format bin -o train.bin
       bpefst tokenize cl100k.fst 'docs/*.jsonl.xz' --eot '<|endoftext|>' --output-dir shards --jobs 2
+      bpefst tokenize cl100k.bpefst /shared/docs/ --eot '<|endoftext|>' --engine ray --address auto --output-dir /shared/shards
     """
     from ..pipeline.encoder import Tokenizer
     from ..pipeline.inputs import expand_inputs
@@ -98,6 +104,16 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
     if dtype != "auto" and fmt not in BINARY_FORMATS:
         raise BpefstError(f"--dtype applies to --format bin or npy, not {fmt}")
     sources = expand_inputs(inputs, input_kind)
+    if engine == "ray" or address is not None or resume:
+        from .tokenize_ray import tokenize_on_ray
+
+        tokenize_on_ray(
+            tokenizer=tokenizer, sources=sources, pattern=pattern, specials=specials, fmt=fmt, output=output,
+            output_dir=output_dir, shard_size=shard_size, dtype=dtype, index_path=index_path, eot=eot, bot=bot,
+            text_field=text_field, split_lines=split_lines, jobs=jobs, allowed_special=allowed_special,
+            disallowed_special=disallowed_special, cache_size=cache_size, max_states=max_states, engine=engine,
+            address=address, resume=resume, quiet=quiet, stats=stats, began=began)
+        return
     _check_destinations(fmt, output, output_dir, index_path, sources)
     kwargs = {}
     if cache_size is not None:

@@ -12,26 +12,24 @@ from ..artifact import check_writable, refuse_overwriting_inputs
 from ..errors import BpefstError
 from ..tokenizer import FORMATS, format_losses, save_tokenizer
 from ..tokenizer.formats.gpt2 import sibling_merges
-from ..training import ALPHABETS, TIE_BREAKS, TrainingProgress, train_bpe
+from ..training import TrainingProgress, train_bpe
+from ..training.counts import CountSettings, load_counts, sum_counts, train_on_counts
 from .common import user_errors
+from .count_command import check_engine_options, count_with_engine, counting_options, engine_options
 
 
 @click.command()
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--vocab-size", required=True, type=click.IntRange(min=1), metavar="N",
               help="Entries in the vocabulary: special tokens, base alphabet and merged tokens.")
-@click.option("--special-token", "special_tokens", multiple=True, metavar="TOK",
-              help="A special token (repeatable): split off before counting, never merged; ids 0, 1, ...")
-@click.option("--pattern", metavar="NAME|REGEX",
-              help="Pre-tokenization: gpt2, cl100k, o200k, whitespace, none, or a regex [default: gpt2 for bytes, whitespace for chars].")
-@click.option("--alphabet", type=click.Choice(ALPHABETS), default="bytes", show_default=True,
-              help="bytes: byte-level BPE (256 base tokens); chars: character-level BPE over the corpus's characters.")
+@counting_options
 @click.option("--end-of-word-suffix", metavar="TEXT", help="Character-level only: mark the last character of each chunk, HF style (e.g. ▁).")
 @click.option("--min-frequency", type=click.IntRange(min=0), default=0, show_default=True, metavar="K",
               help="Stop when the most frequent pair occurs fewer than K times.")
-@click.option("--tie-break", type=click.Choice(TIE_BREAKS), default="lexicographic", show_default=True,
-              help="lexicographic: greatest pair of byte strings wins (CS336); hf: reproduce HF tokenizers' BpeTrainer.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="J", help="Counting processes [default: number of CPUs].")
+@click.option("--from-counts", is_flag=True,
+              help="CORPUS names counts artifacts from `bpefst count`: sum them and merge (pattern, specials and alphabet come from them).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="J", help="Counting processes with --engine local [default: number of CPUs].")
+@engine_options
 @click.option("--output", "-o", required=True, type=click.Path(), help="Output file (a directory or ...vocab.json for gpt2).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="bpefst", show_default=True, help="Output format.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -41,11 +39,15 @@ def train(
     vocab_size: int,
     special_tokens: tuple[str, ...],
     pattern: str | None,
-    alphabet: str,
+    alphabet: str | None,
+    tie_break: str | None,
     end_of_word_suffix: str | None,
     min_frequency: int,
-    tie_break: str,
+    from_counts: bool,
     jobs: int | None,
+    engine: str,
+    address: str | None,
+    split_size: int,
     output: str,
     fmt: str,
     quiet: bool,
@@ -55,31 +57,57 @@ def train(
     Byte-level by default (special tokens, then the 256 bytes, then merges),
     GPT-2 pre-tokenization, and ties broken towards the lexicographically
     greatest pair of byte strings; --tie-break hf gives the merges of HF
-    tokenizers' BpeTrainer.
+    tokenizers' BpeTrainer.  --engine ray counts on a Ray cluster (workers
+    read the files themselves) and merges here; --from-counts merges count
+    tables made by `bpefst count`.
 
     \b
     Examples:
       bpefst train corpus.txt --vocab-size 500 --special-token '<|endoftext|>' -o tok.bpefst
       bpefst train wiki.txt --alphabet chars --end-of-word-suffix ▁ --vocab-size 8000 --format hf -o tok.json
+      bpefst train /data/shard-*.txt --engine ray --address auto --vocab-size 32000 -o tok.bpefst
+      bpefst train --from-counts a.counts b.counts --vocab-size 32000 -o tok.bpefst
     """
     check_tokenizer_output(output, fmt, corpus)
-    if alphabet == "chars" and fmt in ("gpt2", "tiktoken"):
-        raise BpefstError(f"--format {fmt} holds byte-level tokenizers only; use --format hf or bpefst with --alphabet chars")
-    progress = _progress(quiet)
+    if from_counts and (engine != "local" or jobs is not None):
+        raise BpefstError("--from-counts reads count tables, which need no counting: drop --engine and --jobs")
+    check_engine_options(engine, address, split_size, jobs)
+    progress = progress_display(quiet)
     started = time.perf_counter()
     try:
-        model = train_bpe(
-            list(corpus),
-            vocab_size,
-            special_tokens=special_tokens,
-            pattern=pattern,
-            alphabet=alphabet,
-            end_of_word_suffix=end_of_word_suffix,
-            min_frequency=min_frequency,
-            tie_break=tie_break,
-            jobs=jobs,
-            progress=progress,
-        )
+        if from_counts:
+            table = sum_counts((path, load_counts(path)) for path in corpus)
+            _check_format(table.settings.alphabet, fmt)
+        else:
+            _check_format(alphabet or "bytes", fmt)
+        if engine == "ray":
+            settings = CountSettings.for_training(pattern, special_tokens, alphabet or "bytes", tie_break or "lexicographic")
+            table = count_with_engine(list(corpus), settings, engine=engine, address=address, split_size=split_size, jobs=jobs, progress=progress)
+        if from_counts or engine == "ray":
+            model = train_on_counts(
+                table,
+                vocab_size,
+                special_tokens=special_tokens or None,
+                pattern=pattern,
+                alphabet=alphabet,
+                tie_break=tie_break,
+                end_of_word_suffix=end_of_word_suffix,
+                min_frequency=min_frequency,
+                progress=progress,
+            )
+        else:
+            model = train_bpe(
+                list(corpus),
+                vocab_size,
+                special_tokens=special_tokens,
+                pattern=pattern,
+                alphabet=alphabet or "bytes",
+                end_of_word_suffix=end_of_word_suffix,
+                min_frequency=min_frequency,
+                tie_break=tie_break or "lexicographic",
+                jobs=jobs,
+                progress=progress,
+            )
     finally:
         progress.close()
     for note in format_losses(model, fmt):
@@ -90,6 +118,11 @@ def train(
         click.echo(f"trained {size} tokens ({len(model.merges)} merges) in {time.perf_counter() - started:.2f}s", err=True)
         for path in written:
             click.echo(f"wrote {path}", err=True)
+
+
+def _check_format(alphabet: str, fmt: str) -> None:
+    if alphabet == "chars" and fmt in ("gpt2", "tiktoken"):
+        raise BpefstError(f"--format {fmt} holds byte-level tokenizers only; use --format hf or bpefst with --alphabet chars")
 
 
 def check_tokenizer_output(output: str, fmt: str, inputs) -> None:
@@ -115,7 +148,7 @@ def check_tokenizer_output(output: str, fmt: str, inputs) -> None:
         refuse_overwriting_inputs(target, inputs)
 
 
-def _progress(quiet: bool) -> "RichProgress | TrainingProgress":
+def progress_display(quiet: bool) -> "RichProgress | TrainingProgress":
     if quiet or not sys.stderr.isatty():
         return _Silent()
     return RichProgress()

@@ -40,6 +40,11 @@ MAX_STATES = 1_000_000
 MAX_ARCS = 20_000_000
 
 _parts: dict[str, tuple[SpellingTrie, object]] = {}
+
+
+class EmptyConstraint(BpefstError):
+    """No token sequence of the tokenizer spells a match: nothing to decode."""
+
 _guides: OrderedDict[tuple, GuidedAutomaton] = OrderedDict()
 
 
@@ -119,7 +124,7 @@ def guide(model: BPEModel, regex: str | None = None, *, json_schema=None, whites
     if guided.start is None:
         what = "schema" if json_schema is not None else "pattern"
         shown = json.dumps(json_schema)[:80] if json_schema is not None else pattern[:80]
-        raise BpefstError(f"no token sequence of this tokenizer spells a match of the {what} {shown}")
+        raise EmptyConstraint(f"no token sequence of this tokenizer spells a match of the {what} {shown}")
     _guides[key] = guided
     if len(_guides) > CACHE_SIZE:
         _guides.popitem(last=False)

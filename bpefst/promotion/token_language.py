@@ -28,6 +28,7 @@ from typing import Sequence
 from ..automata import DFA
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
+from .constraints import EmptyConstraint
 from .guided import GuidedAutomaton
 from .promote import MODES, promote
 from .token_automaton_io import load_token_automaton, save_token_automaton
@@ -41,12 +42,13 @@ class TokenLanguage:
 
     def __init__(self, pattern: DFA | None, model: BPEModel | None, mode: str = "canonical", pretokenize: bool = True,
                  automaton=None, max_states: int = DEFAULT_MAX_STATES, max_arcs: int = DEFAULT_MAX_ARCS,
-                 fingerprint: str | None = None):
+                 fingerprint: str | None = None, source: str | None = None):
         if mode not in MODES:
             raise BpefstError(f"mode= must be one of {', '.join(MODES)}, not {mode!r}")
         self.pattern, self.model, self.mode, self.pretokenize = pattern, model, mode, pretokenize
         self.automaton = automaton  # A_BPE, when the caller already has it
         self.max_states, self.max_arcs = max_states, max_arcs
+        self.source = source  # the regex text, when made from one: guides are then shared across languages (.constraints)
         self.fingerprint = fingerprint if fingerprint is not None else (model.fingerprint if model is not None else "")
         self._views: dict[str, object] = {}
 
@@ -87,12 +89,14 @@ class TokenLanguage:
             raise BpefstError(f"the on-demand form exists for mode='canonical', not {self.mode!r}")
         return self._view("on_demand", lambda: self._promote(on_demand=True))
 
-    def guide(self, stop_ids: int | Sequence[int] | None = None) -> GuidedAutomaton:
+    def guide(self, stop_ids: int | Sequence[int] | None = None, cache_dir: str | os.PathLike | None = None) -> GuidedAutomaton:
         """The decoding interface over the cheapest form: on demand for ``canonical``, the DFA otherwise.
 
         ``stop_ids`` (default: the tokenizer's end-of-text specials, such as
         ``<|endoftext|>``) are allowed exactly in accepting states, so a decoder
         that samples one has produced a whole match (see :mod:`bpefst.decoding`).
+        ``cache_dir`` keeps the canonical automaton's set-up on disk for the
+        next process (:mod:`.guide_cache`).
         """
         if stop_ids is None:
             from .constraints import default_stop_ids
@@ -100,6 +104,14 @@ class TokenLanguage:
             stop_ids = default_stop_ids(self.model) if self.model is not None else ()
         stops = tuple(sorted([stop_ids] if isinstance(stop_ids, int) else stop_ids))
         key = ("guide", stops)
+        if key not in self._views and self._shared_guide_applies():
+            from .constraints import guide
+
+            try:  # the same constraint over the same tokenizer reuses the states and masks earlier decodes expanded
+                self._views[key] = guide(self.model, self.source, mode=self.mode, stop_ids=stops, max_states=self.max_states,
+                                         max_arcs=self.max_arcs, cache_dir=cache_dir)
+            except EmptyConstraint:
+                pass  # an empty language: built below, with no start state
         if key not in self._views:
             if "dfa" in self._views or self.pattern is None or self.mode != "canonical":
                 form = self.dfa()
@@ -107,6 +119,10 @@ class TokenLanguage:
                 form = self.on_demand()
             self._views[key] = GuidedAutomaton(form, stop_ids=stops)
         return self._views[key]
+
+    def _shared_guide_applies(self) -> bool:
+        return (self.source is not None and self.mode in ("canonical", "agnostic") and "dfa" not in self._views
+                and (self.pretokenize or self.mode == "agnostic" or self.model.pattern is None))
 
     # -- questions -------------------------------------------------------------------------
 

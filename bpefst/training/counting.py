@@ -69,7 +69,10 @@ class ChunkCounter:
 
     def count_into(self, counter: Counter, data: bytes, name: str = "corpus", offset: int = 0) -> None:
         """Add the chunks of one block to ``counter``."""
-        text = self.decode(data, name, offset)
+        self.count_text_into(counter, self.decode(data, name, offset))
+
+    def count_text_into(self, counter: Counter, text: str) -> None:
+        """Add the chunks of one decoded text (a block, or a document of a dataset) to ``counter``."""
         findall = chunk_finder(self.pattern) if self.pattern is not None else None
         for piece in self.split_specials(text):
             if not piece:
@@ -93,7 +96,7 @@ def count_chunks(
 ) -> Counter:
     """Chunk -> number of occurrences over all sources."""
     jobs = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
-    blocks = _all_blocks(sources, BlockCutter(counter.specials, counter.line_mode), block_size)
+    blocks = _all_blocks(sources, BlockCutter(counter.specials, counter.line_mode, counter.pattern is not None), block_size)
     first = next(blocks, None)
     second = next(blocks, None) if first is not None else None
     if second is None or jobs == 1:
