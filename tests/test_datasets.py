@@ -486,3 +486,15 @@ def test_a_fifo_and_process_substitution_are_read_once(tmp_path) -> None:
     assert writer.wait(timeout=60) == 0
     _ok(result)
     assert json.loads(result.stdout) == hf_gpt2_oracle().encode(text).ids + [50256]
+
+
+def test_text_that_starts_like_a_magic_number_stays_text(tmp_path) -> None:
+    for text in (b"BZh91 is not bzip2", b"BZh", b"\x1f", b"", b"7z is short for seven zip"):
+        path = tmp_path / "t.txt"
+        path.write_bytes(text)
+        with open_input(str(path)) as stream:
+            assert stream.compression is None and stream.read() == text
+    empty = tmp_path / "empty.bz2"
+    empty.write_bytes(bz2.compress(b""))
+    with open_input(str(empty)) as stream:
+        assert stream.compression == "bzip2" and stream.read() == b""

@@ -5,8 +5,8 @@ looks at the first bytes, not at the name, to decide whether the stream is
 compressed (gzip ``1f 8b``, bzip2 ``BZh``, xz ``fd 37 7a 58 5a 00``) and wraps it
 in the matching streaming decompressor from the standard library, so
 ``pydocs.txt.xz`` is read as the text it holds, never as its compressed bytes.
-Zstandard (``28 b5 2f fd``) and other container formats that are known not to
-be text (zip, 7z, Parquet where text was expected) are refused by name.
+Zstandard (``28 b5 2f fd``), zip and 7z archives are refused by name, with
+what to do instead.
 
 For ``bpefst tokenize`` a list of INPUT arguments becomes a list of
 :class:`InputFile` (:func:`expand_inputs`: directories are walked in sorted
@@ -49,8 +49,8 @@ KINDS = ("auto", "text", "jsonl", "parquet")
 
 # magic bytes -> (name, opener of a decompressing file object over a binary stream)
 _COMPRESSED: tuple[tuple[bytes, str, Callable[[BinaryIO], BinaryIO]], ...] = (
-    (b"\x1f\x8b", "gzip", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
-    (b"BZh", "bzip2", lambda raw: bz2.BZ2File(raw, mode="rb")),
+    (b"\x1f\x8b\x08", "gzip", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
+    (b"BZh", "bzip2", lambda raw: bz2.BZ2File(raw, mode="rb")),  # and see _is_bzip2
     (b"\xfd7zXZ\x00", "xz", lambda raw: lzma.LZMAFile(raw, mode="rb")),
 )
 # formats we recognise but do not read, with what to do instead
@@ -162,7 +162,7 @@ def open_input(path: str, what: str = "text") -> InputStream:
             if head.startswith(magic):
                 raise BpefstError(f"{name} is {reason}; bpefst reads {what} plain or gzip/bzip2/xz-compressed")
         for magic, compression, opener in _COMPRESSED:
-            if head.startswith(magic):
+            if head.startswith(magic) and (compression != "bzip2" or _is_bzip2(head)):
                 raw = _Decompressed(opener(counter), name, compression)  # type: ignore[arg-type]
                 return InputStream(raw, counter, compression, owned, name)
         return InputStream(counter, counter, None, owned, name)
@@ -170,6 +170,12 @@ def open_input(path: str, what: str = "text") -> InputStream:
         if owned is not None:
             owned.close()
         raise
+
+
+def _is_bzip2(head: bytes) -> bool:
+    """``BZh``, a block size digit, then the magic of a first block (pi) or of the end of the stream (sqrt pi):
+    text that merely starts with "BZh" is not taken for bzip2."""
+    return head[3:4] in b"123456789" and len(head[3:4]) == 1 and head[4:6] in (b"1A", b"\x17r")
 
 
 def _read_head(stream: BinaryIO, name: str) -> bytes:
