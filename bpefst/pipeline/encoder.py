@@ -45,7 +45,7 @@ from .forking import ForkedCall, PieceQueue, fork_available
 if TYPE_CHECKING:  # the transducer (and the bpe layer with it) is imported when a long chunk first needs it
     from ..bpe.transducer import SubsequentialTransducer
 
-DEFAULT_CACHE = 262_144  # chunk -> ids entries kept before the cache is cleared
+DEFAULT_CACHE = 131_072  # chunk -> ids entries kept before the cache is cleared (about 15 MB per 65k entries of real text)
 BLOCK = 16_384  # characters pre-tokenized at a time (see Tokenizer.encode_plain); 16-64K measured alike
 SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
 UNCACHED_CHUNK = 4096  # longer chunks are not cached
