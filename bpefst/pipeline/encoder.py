@@ -78,12 +78,13 @@ class Tokenizer:
     ``encode(text)`` follows tiktoken's special-token semantics, like the
     reference encoder: specials in ``allowed_special`` (a set or ``"all"``)
     become their ids, a special in ``disallowed_special`` (default: every special
-    not allowed) found in the text raises BpefstError, any other is plain text.
+    not allowed) found in the text raises :class:`~bpefst.errors.DisallowedSpecialError`,
+    any other is plain text.
 
-    Construction is cheap: the tables the first ``encode`` needs (the packed
-    merge table, the whole-token lookup) are built on first use, and the
-    transducer only when a chunk longer than :data:`SHORT_CHUNK` symbols misses
-    the cache.  A tokenizer pickles as its model (the packed tables of a
+    Construction is cheap: the table the first ``encode`` needs (the packed
+    merge table) is built on first use, the transducer only when a chunk
+    longer than :data:`SHORT_CHUNK` symbols misses the cache, the reference
+    encoder only when asked for.  A tokenizer pickles as its model (the packed tables of a
     ``.bpefst`` artifact); caches and worker pools never travel.
     """
 
