@@ -73,14 +73,12 @@ def _corpus_parts(corpus) -> tuple[list[str] | None, Iterable[str] | None]:
 
 
 def _train_on_texts(texts: Iterable[str], vocab_size: int, settings: dict):
+    """Each text counted as one document, with the settings ``train_bpe`` counts files with."""
     from . import training
-    from .tokenizer.pretokenize import resolve_pattern
-    from .training.counting import ChunkCounter
+    from .training.counts import CountSettings
 
-    alphabet = settings["alphabet"]
-    pattern = resolve_pattern(settings["pattern"] if settings["pattern"] is not None else training.DEFAULT_PATTERNS.get(alphabet, "gpt2"))
-    counter = ChunkCounter(pattern, tuple(settings["special_tokens"]), line_mode=settings["tie_break"] == "hf",
-                           strict_utf8=alphabet == "chars")
+    counting = CountSettings.for_training(settings["pattern"], settings["special_tokens"], settings["alphabet"], settings["tie_break"])
+    counter = counting.counter()
     counts: Counter = Counter()
     for k, text in enumerate(texts):
         if not isinstance(text, str):
@@ -88,7 +86,7 @@ def _train_on_texts(texts: Iterable[str], vocab_size: int, settings: dict):
         counter.count_into(counts, text.encode("utf-8", "surrogatepass"), f"text {k}")
     if not counts:
         raise BpefstError("the corpus is empty: no text to train on")
-    return training.train_from_counts(counts, vocab_size, **{**settings, "pattern": pattern})
+    return training.train_from_counts(counts, vocab_size, **{**settings, "pattern": counting.pattern})
 
 
 def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", budget: int | None = None):

@@ -215,6 +215,23 @@ def artifact_bytes(kind: str, schema: int, fingerprint: str, body: dict[str, Any
     return pack_artifact(kind, schema, fingerprint, body)
 
 
+def head_kind(path: str | os.PathLike, kinds: Iterable[str] = KINDS) -> str | None:
+    """Which of ``kinds`` the file's first bytes name, without reading the rest (None if none).
+
+    The header is written before the body, so its kind is among the first
+    hundred bytes; a cheap look for loaders that take several kinds.  The
+    loader still checks the whole header and the checksum.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(96)
+    except OSError:
+        return None
+    if not head[:1] or not 0x80 <= head[0] <= 0x8F or FORMAT_NAME.encode() not in head:
+        return None
+    return next((kind for kind in kinds if msgpack.packb(kind) in head), None)
+
+
 def peek_kind(path: str | os.PathLike) -> str | None:
     """The artifact kind of ``path``, or None when it is not a bpefst artifact (or unreadable)."""
     try:

@@ -114,13 +114,6 @@ def load(path: str | os.PathLike, pattern: str | None = None, special_tokens: di
     if special_tokens is not None and not isinstance(special_tokens, dict):
         raise BpefstError("special_tokens= takes a dict of text -> id, e.g. {'<|im_start|>': 100264}")
     name = name if name is not None else tokenizer_name(path)
-    if peek_kind(path) == "canonical-dfa":
-        from .bpe.canonical_io import load_canonical
-        from .tokenizer.overrides import refuse_changes_to_compiled
-
-        model, _ = load_canonical(path)
-        refuse_changes_to_compiled(str(path), model, pattern, special_tokens)
-        return Tokenizer(model, name=name)
     return Tokenizer.load(path, pattern=pattern, specials=special_tokens, name=name)
 
 

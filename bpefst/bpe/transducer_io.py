@@ -64,16 +64,6 @@ def write_transducer(path: str | os.PathLike, model: BPEModel, transducer: Subse
     write_artifact(path, KIND, SCHEMA, model.fingerprint, body)
 
 
-def is_transducer_artifact(path: str | os.PathLike) -> bool:
-    """Cheap check of the first bytes: a bpefst artifact of kind transducer?"""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(96)
-    except OSError:
-        return False
-    return bool(head[:1]) and 0x80 <= head[0] <= 0x8F and b"bpefst" in head and b"transducer" in head
-
-
 def read_transducer(path: str | os.PathLike, max_states: int | None = None) -> tuple[BPEModel, SubsequentialTransducer]:
     name = str(path)
     document = read_header_and_body(path)

@@ -161,21 +161,30 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike, pattern: str | None = None, specials: dict[str, int] | None = None, **kwargs) -> "Tokenizer":
-        """A tokenizer file in any supported format, or a transducer artifact.
+        """A tokenizer file in any supported format, or a compiled artifact (transducer or canonical DFA).
 
         ``pattern`` (a preset name, ``none`` or a regex) overrides the file's,
         ``specials`` are added to its own (:mod:`..tokenizer.overrides`); a
-        transducer artifact accepts neither unless it already has them.
+        compiled artifact accepts neither unless it already has them.
         """
-        from ..bpe.transducer_io import is_transducer_artifact, read_transducer
+        from ..artifact import head_kind
         from ..tokenizer import load_tokenizer, pattern_override
         from ..tokenizer.overrides import refuse_changes_to_compiled
 
         kwargs.setdefault("name", tokenizer_name(path))
-        if is_transducer_artifact(path):
+        compiled = head_kind(path, ("transducer", "canonical-dfa"))
+        if compiled == "transducer":
+            from ..bpe.transducer_io import read_transducer
+
             model, transducer = read_transducer(path, max_states=kwargs.get("max_states"))
             refuse_changes_to_compiled(path, model, pattern, specials)
             return cls(model, transducer=transducer, **kwargs)
+        if compiled == "canonical-dfa":  # the tokenizer it embeds
+            from ..bpe.canonical_io import load_canonical
+
+            model, _ = load_canonical(path)
+            refuse_changes_to_compiled(path, model, pattern, specials)
+            return cls(model, **kwargs)
         model = load_tokenizer(path, pattern=pattern_override(pattern), specials=specials)
         return cls(model, **kwargs)
 

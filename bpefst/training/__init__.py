@@ -30,10 +30,9 @@ from .counting import DEFAULT_BLOCK_SIZE, ChunkCounter, count_chunks
 from .merging import learn_merges
 from .progress import TrainingProgress
 from .sources import check_sources
-from .vocabulary import TIE_BREAKS, Vocabulary, byte_vocabulary, char_vocabulary, check_tie_break
+from .vocabulary import (ALPHABETS, DEFAULT_PATTERNS, TIE_BREAKS, Vocabulary, byte_vocabulary, char_vocabulary, check_tie_break,
+                         unique_specials)
 
-ALPHABETS = ("bytes", "chars")
-DEFAULT_PATTERNS = {"bytes": "gpt2", "chars": "whitespace"}
 
 __all__ = ["ALPHABETS", "TIE_BREAKS", "TrainingProgress", "count_corpus", "train_bpe", "train_from_counts", "words_from_counts"]
 
@@ -191,13 +190,7 @@ def _check_settings(
         raise BpefstError("an end-of-word suffix needs character-level training (--alphabet chars; alphabet='chars' in Python)")
     if suffix == "":
         raise BpefstError("the end-of-word suffix is empty")
-    specials: list[str] = []
-    for text in special_tokens:
-        if not text:
-            raise BpefstError("a special token is empty")
-        if text not in specials:
-            specials.append(text)
-    return specials
+    return unique_specials(special_tokens)
 
 
 def _check_room(vocab_size: int, initial: int) -> None:

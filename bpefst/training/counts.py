@@ -38,12 +38,11 @@ from ..tokenizer.pretokenize import preset_name, resolve_pattern
 from ..tokenizer.model import BPEModel
 from .counting import DEFAULT_BLOCK_SIZE, ChunkCounter, count_chunks
 from .progress import TrainingProgress
+from .vocabulary import ALPHABETS, DEFAULT_PATTERNS, unique_specials
 from .sources import check_sources
 
 KIND = "counts"
 SCHEMA = 1
-ALPHABETS = ("bytes", "chars")
-DEFAULT_PATTERNS = {"bytes": "gpt2", "chars": "whitespace"}
 
 
 @dataclass(frozen=True)
@@ -62,12 +61,7 @@ class CountSettings:
         """The settings ``train_bpe`` counts with for these options (``pattern``: preset name, regex or None)."""
         if alphabet not in ALPHABETS:
             raise BpefstError(f"unknown alphabet {alphabet!r} (expected one of {', '.join(ALPHABETS)})")
-        specials: list[str] = []
-        for text in special_tokens:
-            if not text:
-                raise BpefstError("a special token is empty")
-            if text not in specials:
-                specials.append(text)
+        specials = unique_specials(special_tokens)
         regex_pattern = resolve_pattern(pattern if pattern is not None else DEFAULT_PATTERNS[alphabet])
         return cls(regex_pattern, tuple(specials), alphabet, tie_break == "hf")
 

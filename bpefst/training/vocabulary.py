@@ -114,6 +114,21 @@ def char_vocabulary(specials: Iterable[str], chunks: Iterable[str], suffix: str 
     return Vocabulary("char", specials, base)
 
 
+ALPHABETS = ("bytes", "chars")
+DEFAULT_PATTERNS = {"bytes": "gpt2", "chars": "whitespace"}  # the pre-tokenization each alphabet trains with by default
+
+
+def unique_specials(special_tokens: Iterable[str]) -> list[str]:
+    """The special tokens in order, each once; an empty one is refused."""
+    specials: list[str] = []
+    for text in special_tokens:
+        if not text:
+            raise BpefstError("a special token is empty")
+        if text not in specials:
+            specials.append(text)
+    return specials
+
+
 def check_tie_break(tie_break: str) -> None:
     if tie_break not in TIE_BREAKS:
         raise BpefstError(f"unknown tie-break {tie_break!r} (expected one of {', '.join(TIE_BREAKS)})")
