@@ -136,6 +136,22 @@ class Tokenizer:
                 and all(bytes([b]) in model.token_to_id for b in range(256)))
 
     @cached_property
+    def _whole_token(self) -> dict[bytes, int]:
+        """Chunk bytes -> the token they spell, for tokens BPE is known to produce from their own bytes.
+
+        Most chunks of real text are a whole token, and a lookup beats running
+        BPE on them; but a token that BPE never produces (unreachable) must
+        not be taken.  Only readers that know reachability without the merge
+        forest fill this (the rank-file reader: every recovered merge's result
+        is reachable); otherwise the table is empty and every miss runs BPE.
+        """
+        reachable = self.model.known_reachable
+        if reachable is None:
+            return {}
+        vocab = self.model.vocab
+        return {vocab[i]: i for i in reachable}
+
+    @cached_property
     def _byte_ids(self) -> list[int]:
         """Byte value -> its token id."""
         return [self.model.token_to_id[bytes([b])] for b in range(256)]
@@ -218,7 +234,10 @@ class Tokenizer:
     def _miss(self, chunk: str) -> Sequence[int]:
         if self._byte_codes:
             data = encode_text(chunk)
-            if len(data) <= SHORT_CHUNK:
+            whole = self._whole_token.get(data)
+            if whole is not None:
+                ids: Sequence[int] = (whole,)
+            elif len(data) <= SHORT_CHUNK:
                 table = self._byte_table
                 symbols = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
                 ids = tuple(self.bpe_short(symbols))

@@ -108,6 +108,12 @@ class BPEModel:
         return [self._merge_result(rank, a, b) for rank, (a, b) in enumerate(self.merges)]
 
     @cached_property
+    def known_reachable(self) -> frozenset[int] | None:
+        """The tokens BPE produces from their own bytes, when a reader knows them without the merge
+        forest (see :attr:`packed_merges`); None otherwise (:class:`~bpefst.bpe.MergeForest` decides)."""
+        return None
+
+    @cached_property
     def packed_merges(self) -> tuple[dict[int, int], int]:
         """``(table, shift)``: the merge table packed for :func:`.packed_bpe.bpe_packed`.
 
