@@ -530,6 +530,7 @@ class Tokenizer:
         pieces = self.split_for_jobs(text, count) if fork_available() else []
         if len(pieces) < 2:
             return self._encode_policy(text, allowed, disallowed)
+        self._build_tables()
         queue = PieceQueue(len(pieces))
         children = []
         try:
@@ -575,9 +576,16 @@ class Tokenizer:
             header.extend((i, len(ids)))
         return header.tobytes() + array("I", chain.from_iterable(done.values())).tobytes()
 
+    def _build_tables(self) -> None:
+        """Build now what encoding builds on first use, so that forked processes share it instead of each building it."""
+        if self._byte_codes:
+            self._packed_merges, self._whole_token, self._byte_table
+        self.transducer
+
     def _get_pool(self, jobs: int):
         if self._pool is None or self._pool_jobs != jobs:
             self.close()
+            self._build_tables()
             global _WORKER_TOKENIZER
             _WORKER_TOKENIZER = self  # inherited by the forked workers
             context = multiprocessing.get_context("fork")
