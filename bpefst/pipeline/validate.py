@@ -313,6 +313,7 @@ class Validator:
         supported = model.is_byte_level and pretokenize and model.pattern is not None and preset_name(model.pattern) in RULES
         self.chunks = token_chunks_for(model, automaton) if supported else None
         self.tokens_seen = 0
+        self.longest_history = 0  # the most ids held for a restart (bounded: a block plus a little)
 
     def check(self, ids: Sequence[int]) -> Violation | None:
         """First violation in a whole sequence, or None if it is canonical."""
@@ -320,6 +321,7 @@ class Validator:
 
     def check_stream(self, blocks: Iterable[Sequence[int]]) -> Violation | None:
         """Like :meth:`check` for a stream given as blocks of ids (any sizes)."""
+        self.tokens_seen = 0
         if self.chunks is None:
             violation = self.decoding.check_stream(blocks)
             self.tokens_seen = self.decoding.tokens_seen
@@ -336,6 +338,7 @@ class Validator:
             if min(block) < 0 or max(block) >= size:
                 self.decoding._check_known(block, offset)  # raises the error naming the bad id
             history.extend(block)
+            self.longest_history = max(self.longest_history, len(history))
             row, failure = self._walk_block(block, row, last)
             if failure is not None:
                 return self._restart(history, base, before, offset + failure, blocks)
