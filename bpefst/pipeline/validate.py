@@ -43,6 +43,7 @@ from typing import Iterable, Iterator, Sequence
 import regex
 
 from ..bpe import CanonicalAutomaton
+from ..bpe.compatibility import compatible_before
 from ..errors import BpefstError
 from ..promotion.chunking import RULES
 from ..tokenizer import BPEModel, ReferenceEncoder
@@ -305,15 +306,24 @@ class Validator:
     """
 
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
-        self.decoding = DecodingValidator(model, automaton, pretokenize, block_tokens)
+        model.check_dense()
         self.model = model
         self.automaton = automaton
-        self.size = self.decoding.size
-        self.good_pairs = self.decoding.good_pairs  # shared with the fallback
+        self.pretokenize = pretokenize
+        self.block_tokens = block_tokens
+        self.size = max(model.max_id + 1, 1)
+        self.good_pairs: set[int] = set()  # pair keys u * size + v known to be canonical (shared with the fallback)
         supported = model.is_byte_level and pretokenize and model.pattern is not None and preset_name(model.pattern) in RULES
         self.chunks = token_chunks_for(model, automaton) if supported else None
         self.tokens_seen = 0
         self.longest_history = 0  # the most ids held for a restart (bounded: a block plus a little)
+
+    @cached_property
+    def decoding(self) -> DecodingValidator:
+        """The decoding checker (built on first use: streams that are canonical never need it)."""
+        decoding = DecodingValidator(self.model, self.automaton, self.pretokenize, self.block_tokens)
+        decoding.good_pairs = self.good_pairs
+        return decoding
 
     def check(self, ids: Sequence[int]) -> Violation | None:
         """First violation in a whole sequence, or None if it is canonical."""
@@ -399,15 +409,16 @@ class Validator:
         if good.issuperset(keys):
             return []
         bad = set()
+        forest = self.automaton.forest
         for key in set(keys).difference(good):
-            if self.automaton.allowed(key // size, key % size):
+            # both tokens are reachable (the walk stops at any other), so the pair walk alone decides
+            if compatible_before(forest, key // size, key % size):
                 good.add(key)
             else:
                 bad.add(key)
         if not bad:
             return []
-        positions = itertools.compress(itertools.count(), flags)
-        return [j for j, key in zip(positions, keys) if key in bad]
+        return list(itertools.compress(itertools.compress(itertools.count(), flags), map(bad.__contains__, keys)))
 
     def _restart(self, history: list[int], base: int, before: int | None, failure: int, blocks) -> Violation | None:
         """Check from a restart point before ``failure`` (a stream index) to the end with the decoding checker."""
