@@ -46,10 +46,10 @@ falls back to decoding and re-running the pattern for an exact diagnostic.
 
 from __future__ import annotations
 
-import bisect
 import codecs
 import itertools
 import operator
+import re
 from typing import Sequence
 
 from ..promotion.chunking import chunker_for
@@ -78,8 +78,8 @@ class TokenChunks:
         self._special_prefixes = {s[:k] for s in self.special_texts for k in range(1, len(s))}
         self._longest_prefix = max(map(len, self._special_prefixes), default=0)
         self.token_bytes = [b""] * size
-        for i in model.vocab:
-            self.token_bytes[i] = model.token_bytes(i)
+        for i, data in model.vocab.items():
+            self.token_bytes[i] = data if isinstance(data, bytes) else data.encode("utf-8")
         self._atoms: dict[int, int] = {}
         identity = tuple(range(len(self.moves)))
         self.actions: list[tuple[int, ...]] = [identity]
@@ -87,7 +87,7 @@ class TokenChunks:
         self._extend: dict[tuple[int, int], int] = {}
         self._word_actions = {b"": 0}
         self._ascii_atoms = bytes(self.chunker.atom_of(b) for b in range(128)) + bytes(128)
-        self._special_firsts = {s[:1] for s in self.special_texts}
+        self._special_firsts = re.compile(b"[" + b"".join(re.escape(s[:1]) for s in self.special_texts) + b"]" if self.special_texts else b"(?!)")
         self.first_atom = [-1] * size  # of a token made of whole characters (-1: none)
         self.last_atom = [-1] * size
         kinds = [_STOP_CLASS] * size
@@ -143,23 +143,18 @@ class TokenChunks:
         if not word:
             return _IRREGULAR_CLASS
         self.first_atom[t], self.last_atom[t] = word[0], word[-1]
-        if any(first in data for first in self._special_firsts) and self._advance(b"", data) != b"":
+        if self._special_firsts.search(data) and self._advance(b"", data) != b"":
             return _IRREGULAR_CLASS
         return _FIRST_ACTION + self._action_of(word)
 
     def _continuations(self, model: BPEModel) -> set[int]:
         """Tokens that can continue a special token's text begun before them: they start with the rest of
         a special's text after some proper prefix, or are a prefix of such a rest."""
-        rests = {s[k:] for s in self.special_texts for k in range(1, len(s))}
-        ordered = sorted((data, t) for t, data in enumerate(self.token_bytes) if data)
-        spelled = [data for data, _ in ordered]
-        found = set()
-        for rest in rests:
-            k = bisect.bisect_left(spelled, rest)
-            while k < len(ordered) and spelled[k].startswith(rest):
-                found.add(ordered[k][1])
-                k += 1
-            found.update(t for t in map(model.token_to_id.get, (rest[:j] for j in range(1, len(rest)))) if t is not None)
+        rests = tuple({s[k:] for s in self.special_texts for k in range(1, len(s))})
+        if not rests:
+            return set()
+        found = {t for t, data in enumerate(self.token_bytes) if data.startswith(rests)}
+        found.update(t for t in map(model.token_to_id.get, {rest[:j] for rest in rests for j in range(1, len(rest))}) if t is not None)
         return found
 
     def _action_of(self, word: bytes) -> int:
