@@ -329,8 +329,9 @@ class Validator:
         """First violation in a whole sequence, or None if it is canonical."""
         return self.check_stream([ids])
 
-    def check_stream(self, blocks: Iterable[Sequence[int]]) -> Violation | None:
-        """Like :meth:`check` for a stream given as blocks of ids (any sizes)."""
+    def check_stream(self, blocks: Iterable[Sequence[int]], nonnegative: bool = False) -> Violation | None:
+        """Like :meth:`check` for a stream given as blocks of ids (any sizes); ``nonnegative``: the caller
+        guarantees no id is negative (they were parsed from digits), which saves a pass."""
         self.tokens_seen = 0
         if self.chunks is None:
             violation = self.decoding.check_stream(blocks)
@@ -345,7 +346,7 @@ class Validator:
         for block in blocks:
             if not block:
                 continue
-            if min(block) < 0 or max(block) >= size:
+            if max(block) >= size or (not nonnegative and min(block) < 0):
                 self.decoding._check_known(block, offset)  # raises the error naming the bad id
             history.extend(block)
             self.longest_history = max(self.longest_history, len(history))
@@ -398,12 +399,14 @@ class Validator:
     def _bad_pairs(self, block: list[int], seq: list, end: int, last: int | None) -> list[int]:
         """The ``j < end`` (in order) whose gap before them the walk marks as inside a chunk and whose pair
         ``(block[j - 1], block[j])`` is not canonical (``last`` stands before ``block[0]``)."""
-        flags = bytes(map(operator.itemgetter(self.chunks.flag_index), itertools.islice(seq, 1, end + 1)))
-        if not flags.count(1):
+        flags = list(map(operator.itemgetter(self.chunks.flag_index), seq))  # flags[j + 1]: the gap before block[j]
+        del flags[end + 1 :]
+        flags[0] = 0
+        if not any(flags):
             return []
         size = self.size
-        lefts = itertools.compress(itertools.chain((last,), block), flags)
-        rights = itertools.compress(block, flags)
+        lefts = itertools.compress(itertools.chain((None, last), block), flags)
+        rights = itertools.compress(itertools.chain((None,), block), flags)
         keys = list(map(operator.add, map(operator.mul, lefts, itertools.repeat(size)), rights))
         good = self.good_pairs
         if good.issuperset(keys):
@@ -418,7 +421,7 @@ class Validator:
                 bad.add(key)
         if not bad:
             return []
-        return list(itertools.compress(itertools.compress(itertools.count(), flags), map(bad.__contains__, keys)))
+        return list(itertools.compress(itertools.compress(itertools.count(-1), flags), map(bad.__contains__, keys)))
 
     def _restart(self, history: list[int], base: int, before: int | None, failure: int, blocks) -> Violation | None:
         """Check from a restart point before ``failure`` (a stream index) to the end with the decoding checker."""
