@@ -13,10 +13,24 @@ for byte-level tokenizers:
   O(1) per pair (1-locality, seed 000 Sec. 6.5); pairs that straddle a chunk
   boundary are exempt.
 
-Ids are consumed in blocks.  A block is decoded once, pre-tokenized once, and
-checked with set operations (token end offsets against chunk end offsets, pair
-keys against a growing set of pairs already known to be canonical), so the
-per-token work runs in C and only new pairs go through the pair walk.
+Two checkers decide this.  :class:`Validator` (the one to use) reads a stream
+at the token level for the gpt2, cl100k and o200k patterns: the chunk-boundary
+automaton lifted to token ids (:mod:`.token_chunks`) is walked over each block
+in C (``itertools.accumulate``), which decides the chunk boundaries, the
+reachability and the special-token texts without decoding anything and marks
+the gaps that lie inside a chunk; the pairs at those gaps are then tested in a
+batch against a growing set of pairs known to be canonical (only new pairs go
+through the pair walk).  Where the walk kept both readings of a gap (a
+boundary or not, pending right context) and the pair there is not canonical,
+the walk is corrected to "boundary" and resumed until it meets the first walk
+again.  Where the stream cannot be canonical, the check restarts a little
+before the failure, at a gap that is a chunk boundary of every text, with
+:class:`DecodingValidator`, whose verdict and diagnostic are returned: the
+messages are exactly the decoding checker's.
+
+:class:`DecodingValidator` serves every pattern: a block is decoded once,
+pre-tokenized once, and checked with set operations (token end offsets against
+chunk end offsets, pair keys against the set of known canonical pairs).
 Pre-tokenization needs right context (``\\s+(?!\\S)``, ``\\s++$``), so the last
 two chunks of a block, and the tokens they cover, are carried into the next
 block; this assumes, as holds for the gpt2, cl100k and o200k patterns, that
