@@ -425,14 +425,12 @@ class Validator:
         good = self.good_pairs
         if good.issuperset(keys):
             return []
-        bad = set()
-        forest = self.automaton.forest
-        for key in set(keys).difference(good):
-            # both tokens are reachable (the walk stops at any other), so the pair walk alone decides
-            if compatible_before(forest, key // size, key % size):
-                good.add(key)
-            else:
-                bad.add(key)
+        # both tokens of each pair are reachable (the walk stops at any other), so the pair walk alone decides
+        new = list(set(keys).difference(good))
+        lefts, rights = map(operator.floordiv, new, itertools.repeat(size)), map(operator.mod, new, itertools.repeat(size))
+        canonical = list(map(compatible_before, itertools.repeat(self.automaton.forest), lefts, rights))
+        good.update(itertools.compress(new, canonical))
+        bad = set(itertools.compress(new, map(operator.not_, canonical)))
         if not bad:
             return []
         return list(itertools.compress(itertools.compress(itertools.count(-1), flags), map(bad.__contains__, keys)))
