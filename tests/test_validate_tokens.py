@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpefst.pipeline.validate import DecodingValidator, Validator, parse_id_blocks
-from conftest import corpus_prefix, hf_gpt2_oracle, require_shared, tiktoken_oracle
+from conftest import corpus_prefix, hf_gpt2_oracle, tiktoken_oracle
 from test_validate import mutate, oracle_verdict, real
 
 PIECES = ["a", "b", "S", "t", "I", "'s", "'S", "'ll", "'LL", "'re", "'ve", "'m", "'d", "'x", "'", "don't", "DON'T",

@@ -273,12 +273,16 @@ class TokenChunks:
         progress = self._advance(progress, data)
         if progress is None:
             return None
-        decoder = codecs.getincrementaldecoder("utf-8")()
+        data = pending + data
         try:
-            text = decoder.decode(pending + data, False)
+            text, rest = data.decode("utf-8"), b""
         except UnicodeDecodeError:
-            return None  # invalid UTF-8: not decided here
-        rest = decoder.getstate()[0]
+            decoder = codecs.getincrementaldecoder("utf-8")()  # whole characters, and the start of one
+            try:
+                text = decoder.decode(data, False)
+            except UnicodeDecodeError:
+                return None  # invalid UTF-8: not decided here
+            rest = decoder.getstate()[0]
         atoms = list(map(self.atom, text))
         if None in atoms:
             return None
