@@ -491,7 +491,8 @@ def parse_id_blocks(pieces: Iterable[bytes]) -> Iterator[list[int]]:
 
 _NOT_ID_TEXT = b"0123456789 \t\n\r\x0b\x0c"
 _TO_SPACE = bytes.maketrans(b"\t\n\r\x0b\x0c", b"     ")
-_TOO_LARGE = 10**MAX_ID_DIGITS
+_DIGIT_TO_D = bytes.maketrans(b"0123456789", b"dddddddddd")
+_TOO_LONG = b"d" * (MAX_ID_DIGITS + 1)
 
 
 def _parse_plain_ids(data: bytes) -> list[int] | None:
@@ -505,11 +506,12 @@ def _parse_plain_ids(data: bytes) -> list[int] | None:
         return []
     if b"  " in text:
         text = b" ".join(text.split())
-    try:
-        ids = json.loads(b"[" + text.replace(b" ", b",") + b"]")
-    except ValueError:  # JSON refuses leading zeros ("007"), which int() reads, and ids of over 4,300 digits
+    if _TOO_LONG in text.translate(_DIGIT_TO_D):
         return None
-    return ids if max(ids) < _TOO_LARGE else None  # without leading zeros: at most MAX_ID_DIGITS digits
+    try:
+        return json.loads(b"[" + text.replace(b" ", b",") + b"]")
+    except ValueError:  # JSON refuses leading zeros ("007"), which int() reads
+        return None
 
 
 def parse_words(words: list[bytes], index: int = 0) -> list[int]:
