@@ -17,6 +17,8 @@ alike), and the medians are compared:
   ``Validator`` per round, built outside the clock: cold cache of canonical
   pairs; the token-level chunk tables are shared per automaton, so they are
   cold in the first round only);
+* ``before``: :class:`DecodingValidator` (the algorithm ``Validator`` used
+  before the token-level path: decode blocks, re-run the pattern) on the list;
 * ``bpefst file``: reading and parsing the file as the CLI does
   (:func:`parse_id_blocks`) and validating the blocks, in this process;
 * ``bpefst CLI file`` / ``bpefst CLI stdin``: ``python -m bpefst validate``
@@ -48,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_tokenize import SHARED, build_tiktoken, tokenizer_path  # noqa: E402
 
 from bpefst.bpe import MergeForest, build_canonical  # noqa: E402
-from bpefst.pipeline.validate import Validator, parse_id_blocks  # noqa: E402
+from bpefst.pipeline.validate import DecodingValidator, Validator, parse_id_blocks  # noqa: E402
 from bpefst.tokenizer import load_tokenizer  # noqa: E402
 
 
@@ -107,6 +109,10 @@ def main() -> None:
     def bpefst_list(validator):
         return validator.check(ids) is None and validator.tokens_seen == len(ids)
 
+    def bpefst_decoding(validator):
+        blocks = (ids[i : i + 65536] for i in range(0, len(ids), 65536))
+        return validator.check_stream(blocks) is None and validator.tokens_seen == len(ids)
+
     def bpefst_file(validator):
         with open(ids_path, "rb") as f:  # lines, as the CLI reads a file (one line here)
             ok = validator.check_stream(parse_id_blocks(f), nonnegative=True) is None
@@ -128,6 +134,8 @@ def main() -> None:
         record("bpefst list", *timed(lambda: bpefst_list(validator)))
         validator = Validator(model, automaton)
         record("bpefst file", *timed(lambda: bpefst_file(validator)))
+        decoding = DecodingValidator(model, automaton)
+        record("decoding checker", *timed(lambda: bpefst_decoding(decoding)))
         if not args.no_cli:
             seconds, line = cli([rank_file], one_path)
             record("CLI start-up", seconds, line == "canonical: 1 tokens")
@@ -145,6 +153,7 @@ def main() -> None:
         ("tiktoken, reading + int() + the above", "tiktoken + parse", None),
         ("bpefst Validator.check (parsed list)", "bpefst list", "tiktoken"),
         ("bpefst file: parse_id_blocks + check", "bpefst file", "tiktoken + parse"),
+        ("before: DecodingValidator (parsed list)", "decoding checker", "tiktoken"),
     ]
     if not args.no_cli:
         rows += [
