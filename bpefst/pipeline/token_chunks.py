@@ -23,8 +23,8 @@ characters acts on the chunker DFA as the word of its characters' atoms; its
 all the automaton needs to know of it.  Actions are built once per token by
 extending the action of the word's prefix one atom at a time (memoized on
 ``(action, atom)``), and tokens with equal actions share one class (cl100k's
-100k tokens fall into a few hundred classes).  The rest are *irregular* and are
-handled one token at a time: tokens that split a UTF-8 character (the state
+100k tokens have 33 distinct actions, o200k's 200k have 105).  The rest
+(about 1,200 in cl100k) are *irregular* and are handled one token at a time: tokens that split a UTF-8 character (the state
 then also holds the pending bytes, and a gap inside a character is never a
 boundary), and tokens that may take part in the text of a special token (the
 state then holds the longest suffix of the text that begins a special token's
