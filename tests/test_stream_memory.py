@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import os
 import random
 import subprocess
@@ -237,3 +238,36 @@ def test_tokenize_command_peak_memory_does_not_grow_with_the_line(tmp_path) -> N
     assert peak_mb < 150, peak_mb
     ids = [i for arr in msgpack.Unpacker(open(tmp_path / "out.msgpack", "rb")) for i in arr]
     assert ids == Tokenizer(model).encode(" " * 12_000_000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"b", b" ", b"ab", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b"\xff", b"aaaa", b"<|end|>"]),
+                     max_size=40).map(b"".join),
+       block=st.integers(1, 9), policy=st.sampled_from(["none", "all"]))
+def test_jsonl_lines_streamed_in_one_process_equal_the_reference_per_line(data: bytes, block: int, policy: str) -> None:
+    """``--format jsonl`` with one process: blocks of a few bytes make most lines longer
+    than a block (streamed) and split ``\\r\\n`` and UTF-8 characters; every line of
+    ``bytes.splitlines`` must give the reference encoder's ids for that line alone."""
+    from bpefst.tokenizer.reference import decode_input
+
+    model = random_byte_model(4, alphabet=b"ab ", num_merges=12, pattern=PRESETS["gpt2"])
+    tok, ref = Tokenizer(model), ReferenceEncoder(model)
+    allowed = set() if policy == "none" else {"<|end|>"}
+    out = io.BytesIO()
+    tokenize_stream(tok, io.BytesIO(data), out, "jsonl", allowed, set(), block_size=block)
+    expected = [ref.encode(decode_input(line, True), allowed_special=allowed, disallowed_special=()) for line in data.splitlines()]
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == expected
+
+
+def test_jsonl_long_line_holds_bounded_text(monkeypatch) -> None:
+    """A 1 MB line in ``--format jsonl`` goes through the incremental encoder in blocks
+    (before this change the line was held and encoded whole)."""
+    model = random_byte_model(4, alphabet=b"ab ", num_merges=12, pattern=PRESETS["cl100k"])
+    tok = Tokenizer(model)
+    text = ("ab " * 350_000).encode() + b"\nshort\r\n" + b" " * 400_000
+    monkeypatch.setattr(encoder_module, "IncrementalEncoder", _Watched)
+    _Watched.held = 0
+    out = io.BytesIO()
+    tokenize_stream(tok, io.BytesIO(text), out, "jsonl", set(), set(), block_size=BLOCK)
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [tok.encode(line.decode()) for line in text.splitlines()]
+    assert 0 < _Watched.held <= HELD
