@@ -54,6 +54,7 @@ GPT2 = SHARED / "gpt2" / "vocab.json"
 CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 LIMIT_MB = 200
+os.environ.setdefault("RUST_BACKTRACE", "0")  # tiktoken's stack overflow (see oracle_encode) prints one line, not a trace
 WRITE_BLOCK = 1 << 22
 
 

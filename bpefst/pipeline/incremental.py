@@ -169,7 +169,7 @@ class IncrementalEncoder:
             return False  # looked at (nearly) this text already: wait until it doubles
         if self._specials is not None:  # text up to a complete special is a finished segment
             last = None
-            for last in self._specials.finditer(self._buffer, 0, self._limit() + self._keep):
+            for last in self._specials.finditer(self._buffer):
                 pass
             if last is not None:
                 self._emit(last.end(), out)
@@ -207,8 +207,8 @@ class IncrementalEncoder:
             self._scanned = 0
 
     def _can_stream(self) -> bool:
-        tokenizer = self.tokenizer
-        return tokenizer._byte_codes and tokenizer.transducer is not None
+        tokenizer = self.tokenizer  # long chunks are fed as bytes, one code per byte
+        return tokenizer._byte_codes and tokenizer.transducer is not None and tokenizer.transducer.byte_codes
 
     def _feed_chunk(self, settled: int, keep: int, out: list[int]) -> None:
         """Feed ``buffer[_fed:settled]`` to the chunk; keep the fed text from ``keep`` on as the overlap."""
