@@ -24,8 +24,9 @@ Gaps, where the text is still held whole: patterns other than the GPT-2,
 cl100k and o200k presets (line cuts only), character-level models and models
 without all 256 byte tokens (no long chunks), and with cl100k / o200k a
 whitespace run that continues with more than :data:`LONG_CHUNK` spaces after a
-line break (whether the spaces join the line break's chunk depends on whether
-another line break follows).
+line break: whether the spaces join the line break's chunk depends on whether
+another line break follows, so they are held as text (about 3.5 bytes of peak
+memory per space: ``"a\\n"`` and 20 MB of spaces take 208 MB with cl100k).
 """
 
 from __future__ import annotations
