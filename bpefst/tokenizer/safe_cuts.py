@@ -113,7 +113,9 @@ def _ok(text: str, k: int, rule: str, ws) -> bool:
 #   number alternatives (``\p{N}{1,3}``) start at the first digit of a run.
 #
 # The rules are checked against ``regex.findall`` on every string of class
-# representatives up to length 5 (tests/test_stream_memory.py).
+# representatives up to length 4 and thousands of random longer ones
+# (tests/test_stream_memory.py; up to length 5 and 200,000 random strings when
+# they were written).
 
 INLINE_KINDS = ("gpt2", "cl100k", "o200k")
 
