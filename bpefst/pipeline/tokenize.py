@@ -30,6 +30,7 @@ import msgpack
 
 from ..errors import BpefstError
 from .encoder import Tokenizer
+from .forking import fork_available
 from . import encoder as _encoder
 
 FORMATS = ("ids", "jsonl", "tokens", "msgpack")
@@ -120,6 +121,13 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
     allowed = () if allowed_special == "none" else allowed_special
     policy = tokenizer.special_policy(allowed, disallowed_special)
     writer = _Writer(tokenizer, out, fmt) if fmt != "jsonl" else None
+    if jobs > 1 and fork_available():
+        from .stream_jobs import tokenize_stream_jobs
+
+        write = writer.write_formatted if writer is not None else out.write
+        tokenize_stream_jobs(tokenizer, stream, write, out.flush, fmt, *policy, jobs=jobs, piece_size=piece_size)
+        writer.close() if writer is not None else out.flush()
+        return
     if fmt == "jsonl":
         _tokenize_lines(tokenizer, stream, out, policy, jobs, block_size)
         return
