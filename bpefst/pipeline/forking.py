@@ -327,12 +327,14 @@ def _dispatch(workers: list[_Worker], source: TaskSource, per_worker: int) -> It
             worker.outgoing.append(memoryview(task))
             sent += 1
             _flush(worker)
-        while yielded in finished:
-            kind, payload = finished.pop(yielded)
-            yielded += 1
-            if kind == _FAILED:
-                raise pickle.loads(payload)
-            yield payload
+        if yielded in finished:  # then back to handing out tasks: the window has room again
+            while yielded in finished:
+                kind, payload = finished.pop(yielded)
+                yielded += 1
+                if kind == _FAILED:
+                    raise pickle.loads(payload)
+                yield payload
+            continue
         if exhausted and yielded == sent:
             return
         readers = [w.result_fd for w in workers if w.assigned]
