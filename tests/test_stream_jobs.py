@@ -252,3 +252,16 @@ def test_documents_in_workers_equal_tiktoken_per_document(monkeypatch) -> None:
     assert results[2] == results[1]
     assert results[2][:-1] == [oracle.encode_ordinary(d) for d in docs[:-1]]
     assert results[2][-1] == tok.encode_ordinary(docs[-1])
+
+
+def test_tokens_format_names_each_tokenizers_own_tokens() -> None:
+    """Two tokenizers in one process whose id 256 means different tokens (the token-text cache was once per process)."""
+    data = b"ab cd\n" * 50
+    for pair in ((b"a", b"b"), (b"c", b"d")):
+        vocab = {b: bytes([b]) for b in range(256)} | {256: pair[0] + pair[1]}
+        tok = Tokenizer.from_vocab_merges(vocab, [pair])
+        ids = tok.encode(data.decode())
+        assert 256 in ids
+        for jobs in (1, 2):
+            lines = _run(tok, data, "tokens", jobs, piece=100).decode().splitlines()
+            assert [json.loads(line) for line in lines] == [tok.decode_bytes([i]).decode() for i in ids], (pair, jobs)

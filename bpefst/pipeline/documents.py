@@ -11,11 +11,13 @@ rule the streaming encoder uses), so every *segment* can be encoded
 independently and the concatenation of the segments' ids is the document's
 ids.  A pattern with no known safe cut keeps a document whole.
 
-Segments are grouped into batches of about ``batch_chars`` characters; a batch
-is encoded with :meth:`Tokenizer.encode_batch`, which with ``jobs > 1`` spreads
-it over worker processes and returns the results in order.  The segments do
-not depend on ``jobs`` and each is encoded on its own, so the output is
-identical for every ``jobs`` (a test checks it).  Memory is bounded by a batch and its ids.
+Segments are grouped into batches of about :data:`BATCH_CHARS` characters.
+With one job a batch is encoded with :meth:`Tokenizer.encode_batch`; with
+``jobs > 1`` batches stream through forked workers
+(:func:`~.forking.map_ordered`) while this process reads the next ones and
+writes the finished ones, in order.  The segments do not depend on ``jobs``
+and each is encoded on its own, so the output is identical for every ``jobs``
+(tests check it).  Memory is bounded by a few batches per job and their ids.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from .forking import fork_available, map_ordered
 from .inputs import Document
 
 SEGMENT_CHARS = 1 << 18  # a long document is cut into segments of about this many characters
-# Characters and segments per batch handed to encode_batch, per job: enough that the
-# workers stay busy, few enough that the reader (and a progress display) stays close
+# Characters and segments per batch (one task for a worker): enough that handing it
+# over costs little, few enough that the reader (and a progress display) stays close
 # behind the encoder.
 BATCH_CHARS = 1 << 20
 BATCH_SEGMENTS = 2048

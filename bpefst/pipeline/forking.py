@@ -1,13 +1,19 @@
-"""Run a function in a forked child and collect its bytes: the one-shot half of ``--jobs``.
+"""Forked worker processes for ``jobs``: one-shot calls and a long-lived ordered group.
 
-``Tokenizer.encode(text, jobs=J)`` cuts the text at safe boundaries into
-pieces, forks J-1 children and encodes pieces itself too; every process takes
-the next unclaimed piece from a :class:`PieceQueue` until none is left.  A
-fork costs a few milliseconds and the child starts with everything the parent
-has (the model, the transducer, the text itself), so nothing is pickled on the
-way in; only the result, a packed array of ids, travels back through a pipe.
-A process pool would pay for pickling the text and, on a fresh tokenizer, for
-starting processes that then sit idle while the caller waits.
+Two shapes, both built on ``os.fork``: a child starts with everything the
+parent has (the model, the transducer and tables built before the fork, the
+text itself), so nothing is pickled on the way in.
+
+* :class:`ForkedCall` and :class:`PieceQueue`: ``Tokenizer.encode(text, jobs=J)``
+  cuts a text already in memory into pieces, forks J-1 children and encodes
+  pieces itself too; every process takes the next unclaimed piece from the
+  queue until none is left, and each child returns its ids as one packed array.
+* :func:`map_ordered`: ``bpefst tokenize --jobs J`` streams an input of any size
+  through J workers forked once; the parent hands each task (raw bytes) to the
+  least busy worker and yields the results (bytes) in task order.  A process
+  pool would pickle every task and result and, in the parent, every Python
+  object of a result; here the parent moves bytes only, so it stays off the
+  cores the workers need.
 
 Only for POSIX systems (``os.fork``); :func:`fork_available` says whether it can
 be used.

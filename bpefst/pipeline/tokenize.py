@@ -14,15 +14,17 @@ arrays of ids; their concatenation is the tokenization), ``jsonl`` (every input
 line tokenized on its own, without its line break, one JSON array per line, as
 ``bpefst encode --format jsonl``).
 
-With ``jobs > 1`` the text is cut at safe boundaries into pieces of about
-``piece_size`` characters that worker processes tokenize and format; results
-are written in input order, with a bounded number of pieces in flight.
+With ``jobs > 1`` (where ``os.fork`` exists) the raw input is cut at safe byte
+positions into pieces of about ``piece_size`` bytes that forked worker
+processes decode, tokenize and format; this process only reads, cuts and
+writes the results in input order (:mod:`.stream_jobs`).
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import weakref
 from collections import deque
 from typing import BinaryIO, Iterator
 
@@ -91,7 +93,8 @@ class _Writer:
         self.out.flush()
 
 
-_TOKEN_TEXT: dict[int, bytes] = {}
+# tokenizer -> {id: its line in the ``tokens`` format}; per tokenizer, since ids mean different tokens in each
+_TOKEN_TEXT: "weakref.WeakKeyDictionary[Tokenizer, dict[int, bytes]]" = weakref.WeakKeyDictionary()
 
 
 def format_ids(tokenizer: Tokenizer, ids, fmt: str) -> bytes:
@@ -103,12 +106,13 @@ def format_ids(tokenizer: Tokenizer, ids, fmt: str) -> bytes:
     if fmt == "msgpack":
         return msgpack.packb(list(ids))
     if fmt == "tokens":
+        known = _TOKEN_TEXT.setdefault(tokenizer, {})
         lines = []
         for token_id in ids:
-            line = _TOKEN_TEXT.get(token_id)
+            line = known.get(token_id)
             if line is None:
                 text = tokenizer.decode_bytes([token_id]).decode("utf-8", errors="replace")
-                line = _TOKEN_TEXT[token_id] = (json.dumps(text, ensure_ascii=False) + "\n").encode("utf-8")
+                line = known[token_id] = (json.dumps(text, ensure_ascii=False) + "\n").encode("utf-8")
             lines.append(line)
         return b"".join(lines)
     raise BpefstError(f"format {fmt!r} cannot be written as a flat id stream")
@@ -128,6 +132,7 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
         tokenize_stream_jobs(tokenizer, stream, write, out.flush, fmt, *policy, jobs=jobs, piece_size=piece_size)
         writer.close() if writer is not None else out.flush()
         return
+    jobs = 1  # without os.fork this process does it all
     if fmt == "jsonl":
         _tokenize_lines(tokenizer, stream, out, policy, jobs, block_size)
         return
@@ -145,36 +150,6 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
         writer.write_ids(ids)
         writer.close()
         return
-    pool = tokenizer._get_pool(jobs)
-    in_flight: deque = deque()
-
-    def submit(text: str, offset: int) -> None:
-        if text:
-            in_flight.append(pool.apply_async(_worker_piece, (text, policy[0], policy[1], offset, fmt)))
-
-    def drain(block: bool) -> None:
-        while in_flight and (block or in_flight[0].ready() or len(in_flight) > 2 * jobs):
-            writer.write_formatted(in_flight.popleft().get())
-            out.flush()
-
-    for block in _blocks(stream, max(block_size, piece_size)):
-        incremental.push(decoder.decode(block))
-        if incremental.buffered >= piece_size or len(block) < block_size:
-            text, offset = incremental.take()
-            submit(text, offset)
-        drain(False)
-    incremental.push(decoder.decode(b"", final=True))
-    offset = incremental._offset
-    rest = incremental._buffer
-    incremental._buffer = ""
-    submit(rest, offset)
-    drain(True)
-    writer.close()
-
-
-def _worker_piece(text: str, allowed, disallowed, offset: int, fmt: str) -> bytes:
-    tokenizer = _encoder._WORKER_TOKENIZER
-    return format_ids(tokenizer, tokenizer._encode_policy(text, allowed, disallowed, offset), fmt)
 
 
 def _worker_lines(lines: list[bytes], allowed, disallowed, first_line: int) -> bytes:
