@@ -265,3 +265,15 @@ def test_tokens_format_names_each_tokenizers_own_tokens() -> None:
         for jobs in (1, 2):
             lines = _run(tok, data, "tokens", jobs, piece=100).decode().splitlines()
             assert [json.loads(line) for line in lines] == [tok.decode_bytes([i]).decode() for i in ids], (pair, jobs)
+
+
+def test_map_ordered_raises_a_source_error_after_the_results_before_it() -> None:
+    def tasks():
+        yield from (b"a", b"b", b"c")
+        raise BpefstError("cannot read on")
+
+    got = []
+    with pytest.raises(BpefstError, match="cannot read on"):
+        for result in map_ordered(lambda task: task * 2, tasks(), 2):
+            got.append(result)
+    assert got == [b"aa", b"bb", b"cc"]

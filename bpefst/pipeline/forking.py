@@ -162,7 +162,7 @@ def _read_all(fd: int) -> bytes:
 
 _TASK_HEADER = struct.Struct("<Q")  # payload length
 _RESULT_HEADER = struct.Struct("<cQ")  # status, payload length
-_END = object()
+_RAISE = b"R"  # an error of the task source itself, kept in the parent
 
 
 class TaskSource:
@@ -203,7 +203,8 @@ def map_ordered(handler: Callable[[bytes], bytes], source, jobs: int, per_worker
     parent that is writing it a task.
 
     A task that raises in its worker raises the same exception (pickled
-    across) when its turn comes; results before it are yielded first.
+    across) when its turn comes; results before it are yielded first, and so
+    are they before an error of ``source`` itself.
     Closing the generator early stops the workers.
     """
     if not isinstance(source, TaskSource):
@@ -302,9 +303,7 @@ def _serve(handler: Callable[[bytes], bytes], task_fd: int, result_fd: int) -> N
                     result = pickle.dumps(BpefstError(str(exc)))
                 kind = _FAILED
             _write_blocking(result_fd, _RESULT_HEADER.pack(kind, len(result)))
-            _write_blocking(result_fd, result)
-            if kind == _FAILED:
-                break
+            _write_blocking(result_fd, result)  # and serve on: the parent decides when to stop
     except BaseException:
         status = 1
     finally:
@@ -312,7 +311,7 @@ def _serve(handler: Callable[[bytes], bytes], task_fd: int, result_fd: int) -> N
 
 
 def _dispatch(workers: list[_Worker], source: TaskSource, per_worker: int) -> Iterator[bytes]:
-    finished: dict[int, tuple[bytes, bytes]] = {}  # task number -> (status, payload), read but not yet yielded
+    finished: dict[int, tuple[bytes, object]] = {}  # task number -> (status, payload), read but not yet yielded
     sent = yielded = 0
     exhausted = False
     window = len(workers) * (per_worker + 1)  # bounds the results held for the one the output waits for
@@ -324,6 +323,11 @@ def _dispatch(workers: list[_Worker], source: TaskSource, per_worker: int) -> It
             try:
                 task = source.take()
             except StopIteration:
+                exhausted = True
+                break
+            except Exception as exc:  # reading failed: raised after the results of the tasks before it
+                finished[sent] = (_RAISE, exc)
+                sent += 1
                 exhausted = True
                 break
             if task is None:
@@ -339,6 +343,8 @@ def _dispatch(workers: list[_Worker], source: TaskSource, per_worker: int) -> It
                 yielded += 1
                 if kind == _FAILED:
                     raise pickle.loads(payload)
+                if kind == _RAISE:
+                    raise payload
                 yield payload
             continue
         if exhausted and yielded == sent:
