@@ -23,6 +23,13 @@ byte pieces to the workers), ``stdin`` (the same through a pipe), ``bin``
 tokenizer, cold caches and tables built inside the timing, on the first
 ``--api-mb`` of the input; its "tokenize" column is the same wall time).
 
+Linux with ``kernel.sched_autogroup_enabled = 1`` (the default on desktop and
+many VM kernels) shares the CPUs fairly between *sessions*, not processes:
+while another session keeps a core busy, all J workers of this one share
+what is left of its fair share, and no ``--jobs`` can beat one process.  The
+script prints the setting and the load; compare wall times only from a quiet
+machine, or read the CPU columns (``cores`` = CPU seconds / wall seconds).
+
 Per run: wall seconds, the tokenize seconds ``--stats`` reports (load
 excluded), and the CPU seconds of the whole process tree (the parent's and
 the workers', from ``getrusage(RUSAGE_CHILDREN)``); ``--profile`` adds a run
@@ -66,6 +73,13 @@ def build_input(size_mb: float, path: Path) -> Path:
 
 def tokenizer_path(name: str) -> Path:
     return SHARED / "gpt2" / "vocab.json" if name == "gpt2" else SHARED / "tiktoken" / f"{name}.tiktoken.gz"
+
+
+def autogroup() -> str:
+    try:
+        return "on" if Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1" else "off"
+    except OSError:
+        return "unknown"
 
 
 def run_once(tokenizer: Path, source: Path, mode: str, jobs: int, out: Path) -> dict:
@@ -148,7 +162,7 @@ def main() -> None:
                 api_text = stream.read(int(args.api_mb * 1e6)).decode("utf-8", "ignore")
             sizes["api"] = len(api_text.encode())
         print(f"input {source} ({size / 1e6:.1f} MB), tokenizer {args.tokenizer}, {os.cpu_count()} CPUs, "
-              f"load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+              f"load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}, autogroup {autogroup()}")
         if args.profile:
             for jobs in [1, *jobs_list]:
                 print(profile(tokenizer, source, jobs), flush=True)
@@ -168,8 +182,8 @@ def main() -> None:
                           f"{result['tokenize']:.2f} s, CPU {result['cpu']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
         print(f"\nmedians over {args.rounds} interleaved rounds; load average after "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; outputs identical to --jobs 1")
-        print("| mode | jobs | wall s | tokenize s | MB/s | CPU s | speed-up (tokenize) | speed-up (wall) |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| mode | jobs | wall s | tokenize s | MB/s | CPU s | cores | speed-up (tokenize) | speed-up (wall) |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for mode in modes:
             one = results[(mode, 1)]
             for jobs in [1, *jobs_list]:
@@ -179,7 +193,7 @@ def main() -> None:
                 cpu = statistics.median(r["cpu"] for r in runs)
                 base_tok = statistics.median(r["tokenize"] for r in one)
                 base_wall = statistics.median(r["wall"] for r in one)
-                print(f"| {mode} | {jobs} | {wall:.2f} | {tok:.2f} | {sizes[mode] / tok / 1e6:.2f} | {cpu:.2f} | "
+                print(f"| {mode} | {jobs} | {wall:.2f} | {tok:.2f} | {sizes[mode] / tok / 1e6:.2f} | {cpu:.2f} | {cpu / wall:.2f} | "
                       f"{base_tok / tok:.2f}x | {base_wall / wall:.2f}x |")
 
 
