@@ -277,3 +277,30 @@ def test_map_ordered_raises_a_source_error_after_the_results_before_it() -> None
         for result in map_ordered(lambda task: task * 2, tasks(), 2):
             got.append(result)
     assert got == [b"aa", b"bb", b"cc"]
+
+
+def test_jobs_write_a_slow_producers_lines_before_the_input_ends(tmp_path) -> None:
+    """A pipe that stays open: the workers' ids come out as lines arrive (the reader never waits for a full piece)."""
+    import select
+    import subprocess
+    import sys
+
+    from bpefst.tokenizer import save_tokenizer
+    from small_models import random_byte_model
+
+    path = tmp_path / "small.bpefst"
+    model = random_byte_model(3, alphabet=b"abc \n", num_merges=20, pattern=PRESETS["gpt2"])
+    save_tokenizer(model, str(path), "bpefst")
+    proc = subprocess.Popen([sys.executable, "-m", "bpefst", "tokenize", str(path), "--jobs", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        proc.stdin.write(b"abc cab\nbca abc\n")  # the second line makes the first one's end a cut
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no output while the input is still open"
+        first = os.read(proc.stdout.fileno(), 1000)
+        assert list(map(int, first.split())) == Tokenizer(model).encode("abc cab\n")
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    assert proc.returncode == 0
