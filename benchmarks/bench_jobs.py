@@ -17,7 +17,7 @@ cannot show 2x).  Every output is compared with the single process's: the
 run stops on the first difference.
 
 Modes: ``ids`` (a text file to ``--format ids -o FILE``: the streaming path,
-byte pieces to the workers), ``stdin`` (the same through a pipe), ``bin``
+byte pieces to the workers), ``stdin`` (the same through a pipe from ``cat``), ``bin``
 (``--format bin -o FILE``: the documents path, segments to the workers),
 ``api`` (in this process: ``Tokenizer.encode(text, jobs=J)`` on a fresh
 tokenizer, cold caches and tables built inside the timing, on the first
@@ -89,8 +89,12 @@ def run_once(tokenizer: Path, source: Path, mode: str, jobs: int, out: Path) -> 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
-    with open(source, "rb") if mode == "stdin" else open(os.devnull, "rb") as stdin:
-        done = subprocess.run(args, stdin=stdin, capture_output=True, env=env)
+    feeder = subprocess.Popen(["cat", str(source)], stdout=subprocess.PIPE) if mode == "stdin" else None
+    with open(os.devnull, "rb") as nothing:
+        done = subprocess.run(args, stdin=feeder.stdout if feeder else nothing, capture_output=True, env=env)
+    if feeder is not None:
+        feeder.stdout.close()
+        feeder.wait()
     wall = time.perf_counter() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
