@@ -2,22 +2,26 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_tokenize.py                      # cl100k on pydocs.txt
-    .venv/bin/python benchmarks/bench_tokenize.py --corpus fortunes --rounds 5
+    .venv/bin/python benchmarks/bench_tokenize.py              # the table: cl100k, o200k, GPT-2 x pydocs, fortunes
+    .venv/bin/python benchmarks/bench_tokenize.py --tokenizers o200k_base --corpora fortunes --rounds 5
     .venv/bin/python benchmarks/bench_tokenize.py --adversarial --sizes 1,10   # linear-time ratios
 
 Every engine tokenizes the same text on the same machine in the same run, in
-interleaved rounds (so a noisy neighbour hurts all of them alike); the best
-round counts.  Results are checked against tiktoken before timing.  HF
-``tokenizers`` runs in a helper process of its own (see ``_hf_start``); the
-others in this process.
+interleaved rounds (so a noisy neighbour hurts all of them alike); each cell is
+the median over the rounds, and the ratio is tiktoken's median over the
+engine's.  Every engine's ids are checked equal to tiktoken's before timing
+(for GPT-2, tiktoken is built from GPT-2's vocabulary, ids as ranks, as its own
+r50k_base is).  HF ``tokenizers`` runs in a helper process of its own (see
+``_hf_start``); the others in this process.  Parallel tokenizing has its own
+benchmark (``bench_jobs.py``), validation too (``bench_validate.py``).
 
-* ``bpefst cold``: a fresh :class:`~bpefst.pipeline.encoder.Tokenizer` (empty
-  chunk cache) per round; ``bpefst warm``: the same text again, cache warm;
-  ``bpefst jobs=J``: a fresh tokenizer, ``encode(text, jobs=J)``: this process
-  encodes one part and J-1 forked children the others (forking included).
+* ``bpefst cold``: a fresh :class:`~bpefst.pipeline.encoder.Tokenizer` per
+  round (empty chunk cache, the miss path's tables built on first use; the
+  model's load is not timed); ``bpefst warm``: one tokenizer encoding the same
+  text again, cache warm.
 * HF ``tokenizers`` loads the same tokenizer converted to ``tokenizer.json`` by
-  bpefst (for cl100k/o200k), or GPT-2's files for ``--tokenizer gpt2``.
+  bpefst (for cl100k/o200k), or GPT-2's files.
+* bpe-openai (GitHub's rust-gems ``bpe``) ships cl100k and o200k only.
 * ``--adversarial``: bpefst on 1 MB and 10 MB (``--sizes``) of one letter, one
   digit, spaces, ``_``, random letters without spaces, random valid UTF-8,
   emoji and CJK, and the CPU-time ratio 10 MB / 1 MB (linear: about 10; the
@@ -33,6 +37,7 @@ import gc
 import gzip
 import lzma
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -122,74 +127,85 @@ def timed(fn, clock=time.perf_counter) -> tuple[float, object]:
     return clock() - began, result
 
 
-def throughput(args) -> None:
-    model = load_tokenizer(tokenizer_path(args.tokenizer))
-    text = lzma.open(SHARED / "corpora" / f"{args.corpus}.txt.xz").read().decode("utf-8")
-    if args.mb:
-        text = text[: int(args.mb * 1e6)]
-    size = len(text.encode("utf-8")) / 1e6
-    engines = {}
-    # The ids every engine must give, kept compact: the forks of ``--jobs`` copy this
-    # process's page tables, so a benchmark holding several 2.6M-id lists of Python
-    # ints (100 MB each) would slow bpefst down for memory a real caller does not have.
-    reference = None
-    if args.tokenizer in TIKTOKEN_SPECIALS:
-        tk = build_tiktoken(args.tokenizer, model)
-        engines["tiktoken"] = lambda: tk.encode_ordinary(text)
-        reference = array("I", tk.encode_ordinary(text))
-        try:
-            import bpe_openai
+def build_tiktoken_gpt2(model):
+    """tiktoken for GPT-2's vocabulary: GPT-2's ids are its ranks (as in tiktoken's own r50k_base)."""
+    import tiktoken
 
+    ranks = {model.vocab[i]: i for i in model.vocab}
+    return tiktoken.Encoding("gpt2", pat_str=model.pattern, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256})
+
+
+def load_corpus(name: str, mb: float) -> str:
+    text = lzma.open(SHARED / "corpora" / f"{name}.txt.xz").read().decode("utf-8")
+    return text[: int(mb * 1e6)] if mb else text
+
+
+def engines_for(name: str, model, text: str) -> tuple[dict, object]:
+    """The peers' encode functions on ``text`` (tiktoken first), and the HF helper process."""
+    engines = {}
+    tk = build_tiktoken_gpt2(model) if name == "gpt2" else build_tiktoken(name, model)
+    engines["tiktoken"] = lambda: tk.encode_ordinary(text)
+    if name in ("cl100k_base", "o200k_base"):
+        try:
             from bpe_openai import _bindings
 
-            backend = _bindings.tokenizer_for_encoding(args.tokenizer)  # the Rust encoder, without the
+            backend = _bindings.tokenizer_for_encoding(name)  # the Rust encoder, without the
             engines["bpe-openai"] = lambda: backend.encode(text)  # Python wrapper's 1M-character limit
         except Exception as exc:  # the package ships its own rank files; report if it cannot load them
             print(f"bpe-openai unavailable: {exc}", file=sys.stderr)
-    hf = hf_process(args.tokenizer, text)
+    hf = hf_process(name, text)
     engines["HF tokenizers"] = lambda: hf.apply(_hf_encode, (True,))[1]
-    if reference is None:
-        reference = array("I", engines["HF tokenizers"]())
+    return engines, hf
 
+
+def measure(name: str, corpus: str, args) -> dict[str, float]:
+    """Median seconds per engine over interleaved rounds, after checking every engine's ids against tiktoken's."""
+    model = load_tokenizer(tokenizer_path(name))
+    text = load_corpus(corpus, args.mb)
+    engines, hf = engines_for(name, model, text)
+    # The ids every engine must give, kept compact (a list of 2.6M Python ints is 100 MB).
+    reference = array("I", engines["tiktoken"]())
+    for engine, fn in engines.items():
+        if array("I", fn()) != reference:
+            sys.exit(f"{engine} differs from tiktoken on {name} / {corpus}")
     warm = Tokenizer(model)
-    engines["bpefst cold"] = None
-    engines["bpefst warm"] = lambda: warm.encode_ordinary(text)
-    engines[f"bpefst jobs={args.jobs}"] = None
-    warm.encode_ordinary(text)
-
-    for name, fn in engines.items():
-        if fn is not None and name not in ("bpefst warm",):
-            status = "exact" if array("I", fn()) == reference else "MISMATCH"
-            print(f"check {name:<16} {status}", file=sys.stderr)
-    assert array("I", warm.encode_ordinary(text)) == reference, "bpefst differs from the reference engine"
-
-    best: dict[str, float] = {}
-    for r in range(args.rounds):
-        for name, fn in engines.items():
-            if name == "bpefst cold":
-                tok = Tokenizer(model)
-                seconds, _ = timed(lambda: tok.encode_ordinary(text))
-            elif name == "HF tokenizers":
+    if array("I", warm.encode_ordinary(text)) != reference:
+        sys.exit(f"bpefst differs from tiktoken on {name} / {corpus}")
+    times: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        for engine, fn in engines.items():
+            if engine == "HF tokenizers":
                 seconds = hf.apply(_hf_encode, (False,))[0]
-            elif name.startswith("bpefst jobs"):
-                tok = Tokenizer(model)
-                seconds, ids = timed(lambda: tok.encode(text, disallowed_special=(), jobs=args.jobs))
-                tok.close()
-                assert array("I", ids) == reference, "bpefst --jobs differs"
-                del ids
             else:
                 seconds, _ = timed(fn)
-            best[name] = min(best.get(name, float("inf")), seconds)
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-
+            times.setdefault(engine, []).append(seconds)
+        cold = Tokenizer(model)  # a fresh tokenizer: empty chunk cache, tables built on first use
+        seconds, ids = timed(lambda: cold.encode_ordinary(text))
+        assert array("I", ids) == reference, "bpefst cold differs"
+        del ids
+        times.setdefault("bpefst cold", []).append(seconds)
+        seconds, _ = timed(lambda: warm.encode_ordinary(text))
+        times.setdefault("bpefst warm", []).append(seconds)
     hf.terminate()
-    base = best.get("tiktoken")
-    hf_time = best["HF tokenizers"]
-    print(f"\n{args.tokenizer} on {args.corpus}.txt ({size:.1f} MB), best of {args.rounds} interleaved rounds")
-    print(f"{'engine':<18}{'seconds':>9}{'MB/s':>9}{'vs tiktoken':>13}{'vs HF':>9}")
-    for name, seconds in best.items():
-        ratio = f"{base / seconds:.2f}" if base else "-"
-        print(f"{name:<18}{seconds:>9.2f}{size / seconds:>9.2f}{ratio:>13}{hf_time / seconds:>9.2f}")
+    size = len(text.encode("utf-8")) / 1e6
+    return {"MB": size, **{engine: statistics.median(values) for engine, values in times.items()}}
+
+
+def table(args) -> None:
+    """The throughput table: every tokenizer x corpus, each engine's MB/s and ratio to tiktoken (medians)."""
+    print(f"Tokenizing, median of {args.rounds} interleaved rounds; ratio = tiktoken's time / the engine's "
+          "(above 1: faster than tiktoken); ids checked equal to tiktoken's for every engine.\n")
+    print("| encoding, corpus | tiktoken | bpe-openai | HF tokenizers | bpefst cold | bpefst warm |")
+    print("|---|---|---|---|---|---|")
+    for name in args.tokenizers.split(","):
+        for corpus in args.corpora.split(","):
+            result = measure(name, corpus, args)
+            base = result["tiktoken"]
+            cells = [f"{result['MB'] / base:.1f} MB/s"]
+            for engine in ("bpe-openai", "HF tokenizers", "bpefst cold", "bpefst warm"):
+                seconds = result.get(engine)
+                cells.append(f"{base / seconds:.2f}x ({result['MB'] / seconds:.1f} MB/s)" if seconds else "-")
+            print(f"| {name}, {corpus} ({result['MB']:.1f} MB) | " + " | ".join(cells) + " |", flush=True)
 
 
 def adversarial_inputs(size: int) -> dict[str, str]:
@@ -221,9 +237,10 @@ def adversarial_inputs(size: int) -> dict[str, str]:
 
 
 def adversarial(args) -> None:
-    model = load_tokenizer(tokenizer_path(args.tokenizer))
+    name = args.tokenizers.split(",")[0]
+    model = load_tokenizer(tokenizer_path(name))
     sizes = [float(s) for s in args.sizes.split(",")]
-    print(f"{args.tokenizer}: bpefst CPU seconds per input size (fresh tokenizer each run, best of {args.repeat} "
+    print(f"{name}: bpefst CPU seconds per input size (fresh tokenizer each run, best of {args.repeat} "
           f"for every size, so the ratio compares like with like; CPU time because the machine may be shared)")
     header = "".join(f"{s:>9g} MB" for s in sizes)
     print(f"{'input':<16}{header}{'ratio':>9}")
@@ -243,18 +260,17 @@ def adversarial(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tokenizer", default="cl100k_base")
-    parser.add_argument("--corpus", default="pydocs", choices=["pydocs", "fortunes"])
-    parser.add_argument("--mb", type=float, default=0.0, help="Use only the first MB of the corpus (0 = all).")
+    parser.add_argument("--tokenizers", default="cl100k_base,o200k_base,gpt2")
+    parser.add_argument("--corpora", default="pydocs,fortunes")
+    parser.add_argument("--mb", type=float, default=0.0, help="Use only the first MB of each corpus (0 = all).")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--adversarial", action="store_true", help="Linear-time check on adversarial inputs instead.")
     parser.add_argument("--sizes", default="1,10", help="Adversarial input sizes in MB.")
     parser.add_argument("--repeat", type=int, default=3, help="Adversarial: repetitions per input (best counts).")
     args = parser.parse_args()
     if not SHARED.is_dir():
         sys.exit(f"needs the shared reference data at {SHARED}")
-    adversarial(args) if args.adversarial else throughput(args)
+    adversarial(args) if args.adversarial else table(args)
 
 
 if __name__ == "__main__":

@@ -64,11 +64,14 @@ MIXED_PIECES = ["word", " word", "é", " ü", "日本語", "😀", "\u2028", "\x
 def test_splitter_equals_regex_on_mixed_text(name: str) -> None:
     pattern = PRESETS.get(name, r"\p{L}+|\s+|.")
     expected = regex.compile(pattern).findall
-    split = Splitter(pattern).findall
+    splitter = Splitter(pattern)
+    split = splitter.findall
     rng = random.Random(name)
     for _ in range(5_000):
         text = "".join(rng.choice(MIXED_PIECES) for _ in range(rng.randint(0, 60)))
         assert split(text) == expected(text), repr(text)
+        if splitter._fast is not None and not text.isascii():  # the cutting path, which dense text skips
+            assert splitter._mixed(text) == expected(text), repr(text)
     # long texts: mostly ASCII lines with a few non-ASCII ones, so the cutting runs many times
     for _ in range(50):
         lines = []

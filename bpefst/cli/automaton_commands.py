@@ -209,14 +209,14 @@ def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str |
                 sys.exit(1)
         click.echo(f"canonical: {checked} sequences")
         return
-    violation = validator.check_stream(parse_id_blocks(_read_blocks(input)))
+    violation = validator.check_stream(parse_id_blocks(_read_blocks(input)), nonnegative=True)
     if violation:
         click.echo(violation.describe(model))
         sys.exit(1)
     click.echo(f"canonical: {validator.tokens_seen} tokens")
 
 
-def _read_blocks(path: str, size: int = 1 << 16):
+def _read_blocks(path: str, size: int = 1 << 20):
     if path == "-":
         from ..pipeline.inputs import open_input
 

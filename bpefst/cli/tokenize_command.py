@@ -59,7 +59,7 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--disallowed-special", default=None, metavar="all|none|TOK,TOK",
               help="Special tokens whose appearance in the text is an error (default: the specials not allowed when "
                    "--allowed-special is a list, else none).")
-@click.option("--cache-size", type=click.IntRange(1, None), default=None, help="Chunk -> ids cache entries (bounded memory).")
+@click.option("--cache-size", type=click.IntRange(1, None), default=None, help="Chunk -> ids cache entries (default 262144, about 60 MB of real text; the older half is dropped when full).")
 @click.option("--max-states", type=click.IntRange(16, None), default=None, help="Transducer states kept in the lazy cache.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: each input file becomes one shard of --output-dir, written by a Ray worker that reads the file "

@@ -7,11 +7,12 @@ chunk, concatenate), with the parts that matter for speed and for worst cases:
 * a bounded dictionary cache ``chunk -> ids`` in front of everything (real text
   repeats its chunks; the hot loop is ``findall`` + a dictionary lookup + a list
   extend);
-* on a cache miss, short chunks go through the textbook BPE in C-level loops
-  (:mod:`..tokenizer.packed_bpe`); long ones
-  through the subsequential transducer of :mod:`bpefst.bpe.transducer`, which is
-  linear in the chunk length (a megabyte of one letter is one chunk for the
-  usual patterns);
+* on a cache miss (byte-level models), the routes of :mod:`bpefst.bpe.chunk_encoder`:
+  a whole reachable token, textbook BPE in C-level loops for short chunks
+  (from characters where that is exact), tokens placed longest first for long
+  ones, and for the longest (a megabyte of one letter is one chunk for the
+  usual patterns) the subsequential transducer of :mod:`bpefst.bpe.transducer`,
+  linear in the worst case;
 * :class:`IncrementalEncoder` accepts text piece by piece and returns ids as soon
   as they are decided, cutting the text only where pre-tokenization is known
   not to depend on what follows (:func:`safe_cut`).
@@ -30,7 +31,8 @@ import multiprocessing
 import os
 from array import array
 from functools import cached_property, partial
-from itertools import chain
+from collections import deque
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from ..errors import BpefstError
@@ -42,12 +44,13 @@ from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
 from .forking import ForkedCall, PieceQueue, fork_available
 
-if TYPE_CHECKING:  # the transducer (and the bpe layer with it) is imported when a long chunk first needs it
+if TYPE_CHECKING:  # the bpe layer is imported when the first cache miss needs it
+    from ..bpe.chunk_encoder import ChunkEncoder
     from ..bpe.transducer import SubsequentialTransducer
 
-DEFAULT_CACHE = 131_072  # chunk -> ids entries kept before the cache is cleared (about 15 MB per 65k entries of real text)
+DEFAULT_CACHE = 262_144  # chunk -> ids entries kept (the older half is dropped when full; about 200 bytes per entry)
 BLOCK = 16_384  # characters pre-tokenized at a time (see Tokenizer.encode_plain); 16-64K measured alike
-SHORT_CHUNK = 128  # chunks up to this many symbols use the textbook BPE on a cache miss
+SHORT_CHUNK = 128  # character-level models: chunks up to this many symbols use the textbook BPE on a cache miss
 UNCACHED_CHUNK = 4096  # longer chunks are not cached
 EOT_TEXT = "<|endoftext|>"
 # With jobs > 1, pieces per process: enough that a process slowed down by a busy core
@@ -81,10 +84,10 @@ class Tokenizer:
     not allowed) found in the text raises :class:`~bpefst.errors.DisallowedSpecialError`,
     any other is plain text.
 
-    Construction is cheap: the table the first ``encode`` needs (the packed
-    merge table) is built on first use, the transducer only when a chunk
-    longer than :data:`SHORT_CHUNK` symbols misses the cache, the reference
-    encoder only when asked for.  A tokenizer pickles as its model (the packed tables of a
+    Construction is cheap: the tables the first ``encode`` needs (the packed
+    merge table, the lazy merge forest) are built on first use, the transducer
+    only when a chunk too long for the other routes misses the cache, the
+    reference encoder only when asked for.  A tokenizer pickles as its model (the packed tables of a
     ``.bpefst`` artifact); caches and worker pools never travel.
     """
 
@@ -136,30 +139,15 @@ class Tokenizer:
                 and all(bytes([b]) in model.token_to_id for b in range(256)))
 
     @cached_property
-    def _whole_token(self) -> dict[bytes, int]:
-        """Chunk bytes -> the token they spell, for tokens BPE is known to produce from their own bytes.
+    def _chunk_encoder(self) -> "ChunkEncoder":
+        from ..bpe.chunk_encoder import ChunkEncoder
 
-        Most chunks of real text are a whole token, and a lookup beats running
-        BPE on them; but a token that BPE never produces (unreachable) must
-        not be taken.  Only readers that know reachability without the merge
-        forest fill this (the rank-file reader: every recovered merge's result
-        is reachable); otherwise the table is empty and every miss runs BPE.
-        """
-        reachable = self.model.known_reachable
-        if reachable is None:
-            return {}
-        vocab = self.model.vocab
-        return {vocab[i]: i for i in reachable}
+        return ChunkEncoder(self.model)
 
     @cached_property
-    def _byte_ids(self) -> list[int]:
-        """Byte value -> its token id."""
-        return [self.model.token_to_id[bytes([b])] for b in range(256)]
-
-    @cached_property
-    def _byte_table(self) -> bytes | None:
-        """``bytes.translate`` table from byte to token id, when every byte token's id is below 256."""
-        return bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
+    def _interned(self) -> list[int]:
+        """One int object per id, shared by every cached tuple (an id above 256 is otherwise 28 bytes per copy)."""
+        return list(range(self.model.max_id + 1))
 
     @cached_property
     def _pair_shift(self) -> int:
@@ -233,24 +221,17 @@ class Tokenizer:
 
     def _miss(self, chunk: str) -> Sequence[int]:
         if self._byte_codes:
-            data = encode_text(chunk)
-            whole = self._whole_token.get(data)
-            if whole is not None:
-                ids: Sequence[int] = (whole,)
-            elif len(data) <= SHORT_CHUNK:
-                table = self._byte_table
-                symbols = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
-                ids = tuple(self.bpe_short(symbols))
-            else:
-                ids = self.transducer.transduce(data.decode("latin-1"))
+            ids = self._chunk_encoder.encode(chunk)  # see bpefst.bpe.chunk_encoder for the routes
+            if ids is None:
+                ids = self.transducer.transduce(encode_text(chunk).decode("latin-1"))
         else:
             ids = self._bpe_symbols(self.reference.spell(chunk))
         if len(chunk) > UNCACHED_CHUNK:  # would rarely repeat; a copy to cache it costs a pass over megabytes
             return ids
-        ids = tuple(ids)
+        ids = tuple(map(self._interned.__getitem__, ids))
         cache = self._cache
         if len(cache) >= self.cache_size:
-            cache.clear()
+            _forget_oldest_half(cache)
         cache[chunk] = ids
         return ids
 
@@ -579,7 +560,7 @@ class Tokenizer:
     def _build_tables(self) -> None:
         """Build now what encoding builds on first use, so that forked processes share it instead of each building it."""
         if self._byte_codes:
-            self._packed_merges, self._whole_token, self._byte_table
+            self._chunk_encoder, self._interned
         self.transducer
 
     def _get_pool(self, jobs: int):
@@ -604,6 +585,12 @@ class Tokenizer:
             self._pool.terminate()
             self._pool.join()
             self._pool = None
+
+
+def _forget_oldest_half(cache: dict) -> None:
+    """Drop the older half of a full chunk cache (insertion order): cheaper than clearing it all, which
+    forgets the frequent chunks too; each entry is still touched once per ``cache_size / 2`` misses."""
+    deque(map(cache.pop, list(islice(cache, len(cache) // 2))), maxlen=0)
 
 
 def _names(argument: str, value: Iterable[str] | str) -> Iterable[str]:
@@ -668,63 +655,5 @@ def _unpack_pieces(data: bytes) -> dict[int, array]:
     return pieces
 
 
-class IncrementalEncoder:
-    """Text in, ids out, piece by piece: ``feed(text)`` returns the ids already decided.
-
-    The text is kept until a safe cut (see :func:`safe_cut`) appears; everything
-    before the last safe cut is tokenized and returned.  ``finish()`` tokenizes
-    the rest.  The concatenation of all returned lists equals ``encode`` of the
-    concatenated text.  Memory is bounded by the longest stretch without a safe
-    cut (for the usual patterns, the longest line).
-    """
-
-    def __init__(self, tokenizer: Tokenizer, allowed: frozenset, disallowed: frozenset):
-        self.tokenizer = tokenizer
-        self.allowed, self.disallowed = allowed, disallowed
-        self.rule = tokenizer.cut_rule
-        self._buffer = ""
-        self._offset = 0  # characters consumed before the buffer
-        self._scanned = 0  # no safe cut ends before this buffer position
-
-    def feed(self, text: str) -> list[int]:
-        if not text:
-            return []
-        buffer = self._buffer + text if self._buffer else text
-        cut = safe_cut(buffer, self.rule, max(self._scanned, 1), len(buffer))
-        if cut is None:
-            self._buffer = buffer
-            self._scanned = max(len(buffer) - 1, 0)
-            return []
-        head, self._buffer = buffer[:cut], buffer[cut:]
-        ids = self.tokenizer._encode_policy(head, self.allowed, self.disallowed, self._offset)
-        self._offset += cut
-        self._scanned = 0
-        return ids
-
-    def take(self) -> tuple[str, int]:
-        """Hand over the text before the last safe cut without encoding it: ``(text, char offset)``."""
-        buffer = self._buffer
-        cut = safe_cut(buffer, self.rule, max(self._scanned, 1), len(buffer))
-        if cut is None:
-            self._scanned = max(len(buffer) - 1, 0)
-            return "", self._offset
-        head, self._buffer = buffer[:cut], buffer[cut:]
-        offset = self._offset
-        self._offset += cut
-        self._scanned = 0
-        return head, offset
-
-    def push(self, text: str) -> None:
-        """Append text without encoding anything (see :meth:`take`)."""
-        self._buffer += text
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buffer)
-
-    def finish(self) -> list[int]:
-        buffer, self._buffer = self._buffer, ""
-        ids = self.tokenizer._encode_policy(buffer, self.allowed, self.disallowed, self._offset)
-        self._offset += len(buffer)
-        self._scanned = 0
-        return ids
+# The incremental encoder lives in its own module (it imports nothing from here at load time).
+from .incremental import IncrementalEncoder  # noqa: E402

@@ -224,7 +224,7 @@ class _LineError(BpefstError):
 
 
 def _encode_lines(tokenizer: Tokenizer, piece: bytes, allowed: frozenset, disallowed: frozenset) -> tuple[int, bytes]:
-    """``jsonl``: every line of the piece (cut as ``_tokenize_lines`` cuts lines) as one JSON array."""
+    """``jsonl``: every line of the piece (cut as ``_stream_lines`` cuts lines) as one JSON array."""
     from .tokenize import _split_lines
 
     if piece.endswith(b"\n"):

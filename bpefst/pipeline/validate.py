@@ -13,10 +13,24 @@ for byte-level tokenizers:
   O(1) per pair (1-locality, seed 000 Sec. 6.5); pairs that straddle a chunk
   boundary are exempt.
 
-Ids are consumed in blocks.  A block is decoded once, pre-tokenized once, and
-checked with set operations (token end offsets against chunk end offsets, pair
-keys against a growing set of pairs already known to be canonical), so the
-per-token work runs in C and only new pairs go through the pair walk.
+Two checkers decide this.  :class:`Validator` (the one to use) reads a stream
+at the token level for the gpt2, cl100k and o200k patterns: the chunk-boundary
+automaton lifted to token ids (:mod:`.token_chunks`) is walked over each block
+in C (``itertools.accumulate``), which decides the chunk boundaries, the
+reachability and the special-token texts without decoding anything and marks
+the gaps that lie inside a chunk; the pairs at those gaps are then tested in a
+batch against a growing set of pairs known to be canonical (only new pairs go
+through the pair walk).  Where the walk kept both readings of a gap (a
+boundary or not, pending right context) and the pair there is not canonical,
+the walk is corrected to "boundary" and resumed until it meets the first walk
+again.  Where the stream cannot be canonical, the check restarts a little
+before the failure, at a gap that is a chunk boundary of every text, with
+:class:`DecodingValidator`, whose verdict and diagnostic are returned: the
+messages are exactly the decoding checker's.
+
+:class:`DecodingValidator` serves every pattern: a block is decoded once,
+pre-tokenized once, and checked with set operations (token end offsets against
+chunk end offsets, pair keys against the set of known canonical pairs).
 Pre-tokenization needs right context (``\\s+(?!\\S)``, ``\\s++$``), so the last
 two chunks of a block, and the tokens they cover, are carried into the next
 block; this assumes, as holds for the gpt2, cl100k and o200k patterns, that
@@ -35,6 +49,7 @@ import bisect
 import itertools
 import json
 import operator
+import weakref
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Iterable, Iterator, Sequence
@@ -42,11 +57,16 @@ from typing import Iterable, Iterator, Sequence
 import regex
 
 from ..bpe import CanonicalAutomaton
+from ..bpe.compatibility import compatible_before
 from ..errors import BpefstError
+from ..promotion.chunking import RULES
 from ..tokenizer import BPEModel, ReferenceEncoder
+from ..tokenizer.pretokenize import preset_name
 from ..tokenizer.splitter import Splitter
+from .token_chunks import TokenChunks
 
 CARRY_CHUNKS = 2
+RESTART_MARGIN = 64  # tokens: more than a special token's text and the chunker's look-ahead in canonical streams
 
 
 @dataclass
@@ -72,8 +92,9 @@ class Violation:
         )
 
 
-class Validator:
-    """Checks id streams against one tokenizer and its canonical automaton."""
+class DecodingValidator:
+    """Checks id streams by decoding them in blocks and re-running the pattern (any pattern; the exact
+    diagnostic for :class:`Validator`, which falls back to it where a stream stops being canonical)."""
 
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
         model.check_dense()
@@ -108,13 +129,16 @@ class Validator:
         """First violation in a whole sequence, or None if it is canonical."""
         return self.check_stream([ids])
 
-    def check_stream(self, blocks: Iterable[Sequence[int]]) -> Violation | None:
-        """Like :meth:`check` for a stream given as blocks of ids (any sizes)."""
+    def check_stream(self, blocks: Iterable[Sequence[int]], offset: int = 0, previous: int | None = None) -> Violation | None:
+        """Like :meth:`check` for a stream given as blocks of ids (any sizes).
+
+        ``offset`` and ``previous`` resume a check at a chunk boundary: the stream index of the first id
+        and the token before it (for messages)."""
         if not self.model.is_byte_level and self.pretokenize:
             return self._check_words(blocks)
         self.tokens_seen = 0
-        self._settled_last = None
-        offset, pending = 0, []
+        self._settled_last = previous
+        pending = []
         for block in blocks:
             self._check_known(block, offset + len(pending))
             pending.extend(block)
@@ -281,6 +305,160 @@ class Validator:
         return Violation(offset + k, before, word[k], "re-encoding the decoded word gives other tokens", text.encode("utf-8"), expected)
 
 
+class Validator:
+    """Checks id streams against one tokenizer and its canonical automaton.
+
+    For the gpt2, cl100k and o200k patterns the stream is read at the token
+    level (:class:`~bpefst.pipeline.token_chunks.TokenChunks`): one walk of the
+    token-level chunk automaton per block, then one batched pair test for the
+    gaps it marks as inside a chunk.  Where that walk finds the stream cannot be
+    canonical (or cannot decide: invalid UTF-8), the check restarts with
+    :class:`DecodingValidator` at a gap that is a chunk boundary of every text,
+    at least ``RESTART_MARGIN`` tokens before the failure, and that check's
+    verdict and diagnostic are the answer.  Other patterns, character-level
+    tokenizers and ``pretokenize=False`` use :class:`DecodingValidator` alone.
+    """
+
+    def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
+        model.check_dense()
+        self.model = model
+        self.automaton = automaton
+        self.pretokenize = pretokenize
+        self.block_tokens = block_tokens
+        self.size = max(model.max_id + 1, 1)
+        self.good_pairs: set[int] = set()  # pair keys u * size + v known to be canonical (shared with the fallback)
+        supported = model.is_byte_level and pretokenize and model.pattern is not None and preset_name(model.pattern) in RULES
+        self.chunks = token_chunks_for(model, automaton) if supported else None
+        self.tokens_seen = 0
+        self.longest_history = 0  # the most ids held for a restart (bounded: a block plus a little)
+
+    @cached_property
+    def decoding(self) -> DecodingValidator:
+        """The decoding checker (built on first use: streams that are canonical never need it)."""
+        decoding = DecodingValidator(self.model, self.automaton, self.pretokenize, self.block_tokens)
+        decoding.good_pairs = self.good_pairs
+        return decoding
+
+    def check(self, ids: Sequence[int]) -> Violation | None:
+        """First violation in a whole sequence, or None if it is canonical."""
+        return self.check_stream([ids])
+
+    def check_stream(self, blocks: Iterable[Sequence[int]], nonnegative: bool = False) -> Violation | None:
+        """Like :meth:`check` for a stream given as blocks of ids (any sizes); ``nonnegative``: the caller
+        guarantees no id is negative (they were parsed from digits), which saves a pass."""
+        self.tokens_seen = 0
+        if self.chunks is None:
+            violation = self.decoding.check_stream(blocks)
+            self.tokens_seen = self.decoding.tokens_seen
+            return violation
+        chunks, size = self.chunks, self.size
+        blocks = iter(blocks)
+        row = chunks.initial
+        offset, last = 0, None  # stream index of the block; the token before it
+        history: list[int] = []  # the ids from stream index `base` on, where `base` is a restart point
+        base, before, scanned = 0, None, 0  # `before`: the token before history[0]; no restart point in history[:scanned]
+        for block in blocks:
+            if not block:
+                continue
+            if max(block) >= size or (not nonnegative and min(block) < 0):
+                self.decoding._check_known(block, offset)  # raises the error naming the bad id
+            history.extend(block)
+            self.longest_history = max(self.longest_history, len(history))
+            row, failure = self._walk_block(block, row, last)
+            if failure is not None:
+                return self._restart(history, base, before, offset + failure, blocks)
+            offset += len(block)
+            last = block[-1]
+            # keep the history from the last restart point at least RESTART_MARGIN tokens before the end
+            k = len(history) - RESTART_MARGIN
+            while k > scanned and not chunks.is_hard_gap(history[k - 1], history[k]):
+                k -= 1
+            if k > scanned:
+                before = history[k - 1]
+                del history[:k]
+                base += k
+                scanned = 0
+            else:
+                scanned = max(scanned, len(history) - RESTART_MARGIN)
+        if not chunks.accepts_end(row):
+            return self._restart(history, base, before, offset, blocks)
+        self.tokens_seen = offset
+        return None
+
+    def _walk_block(self, block: list[int], row, last: int | None) -> tuple[object, int | None]:
+        """Walk one block from ``row``; returns (the row after it, None) or (None, index of a failure)."""
+        chunks = self.chunks
+        flag, state = chunks.flag_index, chunks.state_index
+        seq = chunks.walk(block, row)
+        stop = chunks.first_stop(seq)
+        end = len(block) if stop is None else stop - 1  # the walk fails at block[end]
+        for bad in self._bad_pairs(block, seq, end, last):
+            if not seq[bad + 1][flag]:
+                continue  # an earlier correction showed this gap is a chunk boundary
+            # The walk kept both readings of this gap (boundary or not); the pair rules out "not".
+            corrected = chunks.step(seq[bad][state], block[bad], boundary_only=True)
+            if corrected is None:
+                return None, bad
+            # walk on from the corrected row until it meets the first walk again (it does within a few tokens)
+            row = seq[bad + 1] = chunks.row(corrected)
+            for k in range(bad + 1, end):
+                row = chunks.advance(row, block[k])
+                if row is seq[k + 1]:
+                    break
+                if row is chunks.stop:
+                    return None, k
+                seq[k + 1] = row
+        return (seq[-1], None) if stop is None else (None, end)
+
+    def _bad_pairs(self, block: list[int], seq: list, end: int, last: int | None) -> list[int]:
+        """The ``j < end`` (in order) whose gap before them the walk marks as inside a chunk and whose pair
+        ``(block[j - 1], block[j])`` is not canonical (``last`` stands before ``block[0]``)."""
+        flags = list(map(operator.itemgetter(self.chunks.flag_index), seq))  # flags[j + 1]: the gap before block[j]
+        del flags[end + 1 :]
+        flags[0] = 0
+        if not any(flags):
+            return []
+        size = self.size
+        lefts = itertools.compress(itertools.chain((None, last), block), flags)
+        rights = itertools.compress(itertools.chain((None,), block), flags)
+        keys = list(map(operator.add, map(operator.mul, lefts, itertools.repeat(size)), rights))
+        good = self.good_pairs
+        if good.issuperset(keys):
+            return []
+        # both tokens of each pair are reachable (the walk stops at any other), so the pair walk alone decides
+        new = list(set(keys).difference(good))
+        lefts, rights = map(operator.floordiv, new, itertools.repeat(size)), map(operator.mod, new, itertools.repeat(size))
+        canonical = list(map(compatible_before, itertools.repeat(self.automaton.forest), lefts, rights))
+        good.update(itertools.compress(new, canonical))
+        bad = set(itertools.compress(new, map(operator.not_, canonical)))
+        if not bad:
+            return []
+        return list(itertools.compress(itertools.compress(itertools.count(-1), flags), map(bad.__contains__, keys)))
+
+    def _restart(self, history: list[int], base: int, before: int | None, failure: int, blocks) -> Violation | None:
+        """Check from a restart point before ``failure`` (a stream index) to the end with the decoding checker."""
+        k = min(failure - base - RESTART_MARGIN, len(history))
+        while k > 0 and not self.chunks.is_hard_gap(history[k - 1], history[k]):
+            k -= 1
+        k = max(k, 0)
+        previous = history[k - 1] if k > 0 else before
+        violation = self.decoding.check_stream(itertools.chain([history[k:]], blocks), offset=base + k, previous=previous)
+        self.tokens_seen = self.decoding.tokens_seen
+        return violation
+
+
+_TOKEN_CHUNKS: "weakref.WeakKeyDictionary[CanonicalAutomaton, tuple[BPEModel, TokenChunks]]" = weakref.WeakKeyDictionary()
+
+
+def token_chunks_for(model: BPEModel, automaton: CanonicalAutomaton) -> TokenChunks:
+    """The token-level chunk automaton of a model, shared by the validators of one automaton (its rows
+    fill in as streams need them)."""
+    cached = _TOKEN_CHUNKS.get(automaton)
+    if cached is None or cached[0] is not model:
+        cached = _TOKEN_CHUNKS[automaton] = (model, TokenChunks(model, automaton.reachable, preset_name(model.pattern)))
+    return cached[1]
+
+
 # Ids are below 2**32 (10 digits); more than this many digits is refused before int() sees it
 # (Python refuses 4,301 digits with a traceback, and converting long strings takes quadratic time).
 MAX_ID_DIGITS = 20
@@ -300,12 +478,40 @@ def parse_id_blocks(pieces: Iterable[bytes]) -> Iterator[list[int]]:
             words = data.split()
             k = next(k for k, w in enumerate(words) if len(w) > MAX_ID_DIGITS or not w.isdigit())
             parse_words(words[: k + 1], index)
-        words = data[:cut].split()
-        if words:
-            yield parse_words(words, index)
-            index += len(words)
+        ids = _parse_plain_ids(data[:cut])
+        if ids is None:
+            words = data[:cut].split()
+            ids = parse_words(words, index) if words else []
+        if ids:
+            yield ids
+            index += len(ids)
     if carry.strip():
         yield parse_words(carry.split(), index)
+
+
+_NOT_ID_TEXT = b"0123456789 \t\n\r\x0b\x0c"
+_TO_SPACE = bytes.maketrans(b"\t\n\r\x0b\x0c", b"     ")
+_DIGIT_TO_D = bytes.maketrans(b"0123456789", b"dddddddddd")
+_TOO_LONG = b"d" * (MAX_ID_DIGITS + 1)
+
+
+def _parse_plain_ids(data: bytes) -> list[int] | None:
+    """The ids of text made of ids of at most MAX_ID_DIGITS digits between whitespace, or None for anything
+    else (then :func:`parse_words` says what is wrong).  Separators become commas and the C JSON parser
+    reads the integers: about twice as fast as ``map(int, data.split())``."""
+    if data.translate(None, _NOT_ID_TEXT):
+        return None
+    text = data.translate(_TO_SPACE).strip()
+    if not text:
+        return []
+    if b"  " in text:
+        text = b" ".join(text.split())
+    if _TOO_LONG in text.translate(_DIGIT_TO_D):
+        return None
+    try:
+        return json.loads(b"[" + text.replace(b" ", b",") + b"]")
+    except ValueError:  # JSON refuses leading zeros ("007"), which int() reads
+        return None
 
 
 def parse_words(words: list[bytes], index: int = 0) -> list[int]:

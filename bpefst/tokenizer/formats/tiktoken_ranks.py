@@ -183,8 +183,9 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         merges, results, table, shift = _recover(ranks)
         # Ranks were checked, recovered merges are proper by construction, known specials are facts of tiktoken.
         model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
-        # built anyway while recovering; every recovered merge's result is reachable (BPE of its bytes ends in it)
-        model.__dict__.update(merge_results=results, packed_merges=(table, shift),
+        # built anyway while recovering (the ranks are the ids); every recovered merge's result is reachable
+        # (BPE of its bytes ends in it)
+        model.__dict__.update(token_to_id=ranks, merge_results=results, packed_merges=(table, shift),
                               known_reachable=frozenset(results).union(ranks[bytes([b])] for b in range(256)))
         return model
     except BpefstError as exc:

@@ -1,0 +1,249 @@
+"""Text in, ids out, piece by piece, in memory bounded independently of the text's shape.
+
+:class:`IncrementalEncoder` holds the text not yet tokenized and hands text to
+:meth:`Tokenizer._encode_policy <.encoder.Tokenizer._encode_policy>` as soon as
+it can be cut without changing its tokenization.  In order of cost:
+
+1. a line cut (:func:`~..tokenizer.safe_cuts.safe_cut`) or a cut inside a line
+   (:func:`~..tokenizer.safe_cuts.inline_cut`: a space after a word, a change
+   between letters, digits and punctuation) -- found by a backwards search;
+2. when :data:`LONG_TEXT` characters hold neither, the end of the last match of
+   the pattern that no continuation can change
+   (:func:`~..tokenizer.safe_cuts.decided_end`; a megabyte of digits or of
+   ``'s's's``);
+3. when what is left is one chunk in progress, at least :data:`LONG_CHUNK`
+   characters of which surely belong to it (a run of spaces or of one letter),
+   that chunk is streamed through the transducer (:mod:`.long_chunks`) and the
+   encoder holds only the text after what was fed.
+
+Special tokens (allowed or disallowed) are never cut through: cuts keep the
+longest special's length minus one characters back, cuts that would split an
+occurrence are skipped, and a long chunk ends where a special starts.
+
+Gaps, where the text is still held whole: patterns other than the GPT-2,
+cl100k and o200k presets (line cuts only), character-level models and models
+without all 256 byte tokens (no long chunks), and with cl100k / o200k a
+whitespace run that continues with more than :data:`LONG_CHUNK` spaces after a
+line break: whether the spaces join the line break's chunk depends on whether
+another line break follows, so they are held as text (about 3.5 bytes of peak
+memory per space: ``"a\\n"`` and 20 MB of spaces take 208 MB with cl100k).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from ..tokenizer.pretokenize import compile_pattern, specials_regex
+from ..tokenizer.safe_cuts import decided_end, decided_matches, inline_cut, inline_kind, safe_cut
+from .long_chunks import OVERLAP, LongChunk, overlap_start, settled_end
+
+if TYPE_CHECKING:
+    from .encoder import Tokenizer
+
+LONG_TEXT = 1 << 18  # characters held without a cheap cut before the matches are examined
+LONG_CHUNK = 1 << 16  # settled characters from which a chunk in progress is streamed
+
+
+class IncrementalEncoder:
+    """Text in, ids out, piece by piece: ``feed(text)`` returns the ids already decided.
+
+    ``finish()`` returns the rest.  The concatenation of all returned lists
+    equals ``encode`` of the concatenated text; see the module docstring for
+    what is held meanwhile.
+    """
+
+    long_text = LONG_TEXT
+    long_chunk = LONG_CHUNK
+
+    def __init__(self, tokenizer: "Tokenizer", allowed: frozenset, disallowed: frozenset):
+        self.tokenizer = tokenizer
+        self.allowed, self.disallowed = allowed, disallowed
+        self.rule = tokenizer.cut_rule
+        self.kind = inline_kind(tokenizer.model.pattern)
+        active = frozenset(allowed) | frozenset(disallowed)
+        self._specials = specials_regex(active)
+        self._keep = max(map(len, active), default=1) - 1  # characters a special may still need
+        self._active = sorted(active)
+        self._buffer = ""
+        self._offset = 0  # characters consumed before the buffer
+        self._scanned = 0  # no safe cut ends before this buffer position
+        self._examined = 0  # buffer length at the last look at its matches (see _long_text)
+        self._chunk: LongChunk | None = None
+        self._fed = 0  # with a chunk in progress: buffer[:_fed] was fed to it already (the overlap)
+
+    # -- the public interface ------------------------------------------------------------
+
+    def feed(self, text: str) -> list[int]:
+        if not text:
+            return []
+        self._buffer = self._buffer + text if self._buffer else text
+        out: list[int] = []
+        self._advance(out, final=False)
+        return out
+
+    def finish(self) -> list[int]:
+        out: list[int] = []
+        self._advance(out, final=True)
+        return out
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def take(self) -> tuple[str, int]:
+        """Hand over the text before the last line cut without encoding it: ``(text, char offset)``."""
+        buffer = self._buffer
+        cut = safe_cut(buffer, self.rule, max(self._scanned, 1), len(buffer))
+        if cut is None:
+            self._scanned = max(len(buffer) - 1, 0)
+            return "", self._offset
+        head, self._buffer = buffer[:cut], buffer[cut:]
+        offset = self._offset
+        self._offset += cut
+        self._scanned = 0
+        return head, offset
+
+    def push(self, text: str) -> None:
+        """Append text without encoding anything (see :meth:`take`)."""
+        self._buffer += text
+
+    # -- the machinery ---------------------------------------------------------------------
+
+    def _advance(self, out: list[int], final: bool) -> None:
+        while True:
+            if self._chunk is not None:
+                if not self._continue_chunk(out, final):
+                    return
+                continue  # the chunk ended: the rest of the buffer is ordinary text
+            if final:
+                self._emit(len(self._buffer), out)
+                return
+            cut = self._cheap_cut()
+            if cut is not None:
+                self._emit(cut, out)
+            if len(self._buffer) < self.long_text or not self._long_text(out):
+                return
+
+    def _emit(self, cut: int, out: list[int]) -> None:
+        """Tokenize ``buffer[:cut]`` into ``out``."""
+        if cut <= 0:
+            return
+        head, self._buffer = self._buffer[:cut], self._buffer[cut:]
+        self.tokenizer._encode_policy(head, self.allowed, self.disallowed, self._offset, out)
+        self._offset += cut
+        self._scanned = 0
+        self._examined = 0
+
+    def _limit(self) -> int:
+        """Cuts end at or before this: a special starting later might not be complete yet."""
+        return len(self._buffer) - self._keep
+
+    def _cheap_cut(self) -> int | None:
+        buffer = self._buffer
+        lo, hi = max(self._scanned, 1), self._limit()
+        while hi > lo:
+            cut = max(safe_cut(buffer, self.rule, lo, hi) or 0, inline_cut(buffer, self.kind, lo, hi) or 0)
+            if not cut:
+                break
+            if not self._splits_special(cut):
+                return cut
+            hi = cut
+        self._scanned = max(self._limit() - 1, self._scanned, 0)
+        return None
+
+    def _splits_special(self, cut: int) -> bool:
+        buffer = self._buffer
+        for special in self._active:
+            found = buffer.find(special, max(cut - len(special) + 1, 0), cut + len(special) - 1)
+            if 0 <= found < cut:
+                return True
+        return False
+
+    @cached_property
+    def _pattern(self):
+        return compile_pattern(self.tokenizer.model.pattern)
+
+    def _long_text(self, out: list[int]) -> bool:
+        """Long text without a cheap cut: cut after decided matches; start a long chunk. True if it started one."""
+        if self.kind is None or len(self._buffer) < 2 * self._examined:
+            return False  # looked at (nearly) this text already: wait until it doubles
+        if self._specials is not None:  # text up to a complete special is a finished segment
+            last = None
+            for last in self._specials.finditer(self._buffer):
+                pass
+            if last is not None:
+                self._emit(last.end(), out)
+        self._emit_decided(out)
+        self._examined = len(self._buffer)
+        if len(self._buffer) < self.long_text or not self._can_stream():
+            return False
+        buffer = self._buffer
+        match = self._pattern.match(buffer)
+        settled = min(settled_end(self.kind, buffer, match), self._limit()) if match is not None else 0
+        keep = overlap_start(buffer, settled - OVERLAP, settled)
+        if settled < self.long_chunk or keep is None:
+            return False
+        self._chunk = LongChunk(self.tokenizer.transducer)
+        self._fed = 0
+        self._feed_chunk(settled, keep, out)
+        return True
+
+    def _emit_decided(self, out: list[int]) -> None:
+        """Tokenize the matches no continuation changes, chunk by chunk.
+
+        Not through ``_encode_policy`` on the text before them: matched on its
+        own, that text could end differently (``" "`` before ``"\\n"`` is
+        GPT-2's ``\\s+(?!\\S)``, but ``" \\n"`` at the end of a text is one
+        chunk).  The buffer holds no complete special token here.
+        """
+        prefix = self._buffer[: self._limit()]
+        encode_chunk, end = self.tokenizer.encode_chunk, 0
+        for match in decided_matches(prefix, self._pattern.finditer(prefix)):
+            out.extend(encode_chunk(match.group()))
+            end = match.end()
+        if end:
+            self._buffer = self._buffer[end:]
+            self._offset += end
+            self._scanned = 0
+
+    def _can_stream(self) -> bool:
+        tokenizer = self.tokenizer  # long chunks are fed as bytes, one code per byte
+        return tokenizer._byte_codes and tokenizer.transducer is not None and tokenizer.transducer.byte_codes
+
+    def _feed_chunk(self, settled: int, keep: int, out: list[int]) -> None:
+        """Feed ``buffer[_fed:settled]`` to the chunk; keep the fed text from ``keep`` on as the overlap."""
+        buffer = self._buffer
+        out.extend(self._chunk.feed(buffer[self._fed : settled]))
+        self._buffer = buffer[keep:]
+        self._offset += keep
+        self._fed = settled - keep
+
+    def _continue_chunk(self, out: list[int], final: bool) -> bool:
+        """More text for the chunk in progress; True when it ended (its tokens are all in ``out``)."""
+        buffer = self._buffer
+        ended = final
+        segment = buffer
+        if self._specials is not None:
+            special = self._specials.search(buffer, self._fed)
+            if special is not None:  # the text before a special is pre-tokenized on its own
+                segment, ended = buffer[: special.start()], True
+        match = self._pattern.match(segment)
+        if match is None:  # the presets match every character
+            raise RuntimeError("long chunk: the pattern does not match the text after it")
+        if ended or decided_end(segment, iter((match,))):
+            stop = match.end()
+            if stop < self._fed:
+                raise RuntimeError("long chunk: the chunk ended inside text fed to it")
+            out.extend(self._chunk.feed(buffer[self._fed : stop]))
+            out.extend(self._chunk.finish())
+            self._chunk, self._fed = None, 0
+            self._buffer = buffer[stop:]
+            self._offset += stop
+            self._scanned = self._examined = 0
+            return True
+        settled = min(settled_end(self.kind, segment, match), self._limit())
+        keep = overlap_start(buffer, max(settled - OVERLAP, self._fed), settled)
+        if settled - self._fed >= OVERLAP and keep is not None:
+            self._feed_chunk(settled, keep, out)
+        return False
