@@ -93,6 +93,8 @@ def choose_dtype(requested: str, max_id: int) -> Dtype:
 
 def pack_ids(ids: Sequence[int], dtype: Dtype) -> bytes:
     """Ids as little-endian bytes of ``dtype`` (OverflowError if one does not fit)."""
+    if isinstance(ids, array) and ids.typecode == dtype.typecode and sys.byteorder == "little":
+        return ids.tobytes()  # packed ids from the --jobs workers: already in the file's layout
     values = array(dtype.typecode, ids)
     if sys.byteorder == "big":
         values.byteswap()

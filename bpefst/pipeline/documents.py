@@ -11,25 +11,31 @@ rule the streaming encoder uses), so every *segment* can be encoded
 independently and the concatenation of the segments' ids is the document's
 ids.  A pattern with no known safe cut keeps a document whole.
 
-Segments are grouped into batches of about ``batch_chars`` characters; a batch
-is encoded with :meth:`Tokenizer.encode_batch`, which with ``jobs > 1`` spreads
-it over worker processes and returns the results in order.  The segments do
-not depend on ``jobs`` and each is encoded on its own, so the output is
-identical for every ``jobs`` (a test checks it).  Memory is bounded by a batch and its ids.
+Segments are grouped into batches of about :data:`BATCH_CHARS` characters.
+With one job a batch is encoded with :meth:`Tokenizer.encode_batch`; with
+``jobs > 1`` batches stream through forked workers
+(:func:`~.forking.map_ordered`) while this process reads the next ones and
+writes the finished ones, in order.  The segments do not depend on ``jobs``
+and each is encoded on its own, so the output is identical for every ``jobs``
+(tests check it).  Memory is bounded by a few batches per job and their ids.
 """
 
 from __future__ import annotations
 
+import struct
+from array import array
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from .encoder import Tokenizer
+from .forking import fork_available, map_ordered
 from .inputs import Document
 
 SEGMENT_CHARS = 1 << 18  # a long document is cut into segments of about this many characters
-# Characters and segments per batch handed to encode_batch, per job: enough that the
-# workers stay busy, few enough that the reader (and a progress display) stays close
+# Characters and segments per batch (one task for a worker): enough that handing it
+# over costs little, few enough that the reader (and a progress display) stays close
 # behind the encoder.
 BATCH_CHARS = 1 << 20
 BATCH_SEGMENTS = 2048
@@ -97,9 +103,14 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
     rule = cut_rule_for(model.pattern, model.specials)
     allowed = list(allowed_special) if allowed_special != "all" else "all"
     disallowed = list(disallowed_special) if disallowed_special != "all" else "all"
-    for batch in batches(segments(documents, rule), BATCH_CHARS * max(1, jobs), BATCH_SEGMENTS * max(1, jobs)):
-        texts = [segment.text for segment in batch]
-        results = tokenizer.encode_batch(texts, allowed_special=allowed, disallowed_special=disallowed, jobs=jobs)
+    if jobs > 1 and fork_available():
+        encoded = _encode_in_workers(tokenizer, batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS),
+                                     allowed, disallowed, jobs)
+    else:
+        encoded = ((batch, tokenizer.encode_batch([segment.text for segment in batch], allowed_special=allowed,
+                                                  disallowed_special=disallowed))
+                   for batch in batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS))
+    for batch, results in encoded:
         for segment, ids in zip(batch, results):
             if segment.first:
                 writer.begin_document()
@@ -108,3 +119,73 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
                 writer.end_document()
         if on_batch is not None:
             on_batch(writer.documents, writer.ids)
+
+
+def _encode_in_workers(tokenizer: Tokenizer, stream: Iterable[list[Segment]], allowed, disallowed,
+                       jobs: int) -> Iterator[tuple[list[Segment], list[array]]]:
+    """``(batch, ids of each segment)`` for every batch, encoded in ``jobs`` forked workers (:func:`~.forking.map_ordered`).
+
+    The parent reads, cuts and writes while the workers encode: a batch
+    travels as UTF-8 (``surrogatepass``: any ``str`` round-trips) and comes
+    back as packed 32-bit ids, so no Python object is pickled either way.
+    """
+    allowed_set, disallowed_set = tokenizer.special_policy(allowed, disallowed)
+    pending: deque[list[Segment]] = deque()  # batches sent, in order; results come back in the same order
+
+    def tasks() -> Iterator[bytes]:
+        for batch in stream:
+            pending.append(batch)
+            yield _pack_texts([segment.text for segment in batch])
+
+    def handle(task: bytes) -> bytes:
+        texts = _unpack_texts(task)
+        return _pack_ids([tokenizer._encode_policy(text, allowed_set, disallowed_set) for text in texts])
+
+    tokenizer._build_tables()  # once, before the fork, instead of once per worker
+    results = map_ordered(handle, tasks(), jobs)
+    try:
+        for result in results:
+            yield pending.popleft(), _unpack_ids(result)
+    finally:
+        results.close()
+
+
+_COUNT = struct.Struct("<I")
+
+
+def _pack_texts(texts: list[str]) -> bytes:
+    data = [text.encode("utf-8", "surrogatepass") for text in texts]
+    return _COUNT.pack(len(data)) + array("Q", map(len, data)).tobytes() + b"".join(data)
+
+
+def _unpack_texts(task: bytes) -> list[str]:
+    count = _COUNT.unpack_from(task)[0]
+    lengths = array("Q")
+    at = _COUNT.size + count * lengths.itemsize
+    lengths.frombytes(task[_COUNT.size : at])
+    texts = []
+    for length in lengths:
+        texts.append(task[at : at + length].decode("utf-8", "surrogatepass"))
+        at += length
+    return texts
+
+
+def _pack_ids(results: list[list[int]]) -> bytes:
+    ids = array("I")
+    for part in results:
+        ids.extend(part)
+    return _COUNT.pack(len(results)) + array("Q", map(len, results)).tobytes() + ids.tobytes()
+
+
+def _unpack_ids(result: bytes) -> list[array]:
+    count = _COUNT.unpack_from(result)[0]
+    lengths = array("Q")
+    at = _COUNT.size + count * lengths.itemsize
+    lengths.frombytes(result[_COUNT.size : at])
+    ids = array("I")
+    ids.frombytes(result[at:])
+    parts, begin = [], 0
+    for length in lengths:
+        parts.append(ids[begin : begin + length])
+        begin += length
+    return parts

@@ -16,9 +16,10 @@ arrays of ids; their concatenation is the tokenization), ``jsonl`` (every input
 line tokenized on its own, without its line break, one JSON array per line, as
 ``bpefst encode --format jsonl``).
 
-With ``jobs > 1`` the text is cut at safe boundaries into pieces of about
-``piece_size`` characters that worker processes tokenize and format; results
-are written in input order, with a bounded number of pieces in flight.
+With ``jobs > 1`` (where ``os.fork`` exists) the raw input is cut at safe byte
+positions into pieces of about ``piece_size`` bytes that forked worker
+processes decode, tokenize and format; this process only reads, cuts and
+writes the results in input order (:mod:`.stream_jobs`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections import deque
+import weakref
 from typing import BinaryIO, Iterator
 
 import msgpack
 
 from ..errors import BpefstError
 from .encoder import Tokenizer
+from .forking import fork_available
 from . import encoder as _encoder
 
 FORMATS = ("ids", "jsonl", "tokens", "msgpack")
@@ -97,7 +99,8 @@ class _Writer:
         self.out.flush()
 
 
-_TOKEN_TEXT: dict[int, bytes] = {}
+# tokenizer -> {id: its line in the ``tokens`` format}; per tokenizer, since ids mean different tokens in each
+_TOKEN_TEXT: "weakref.WeakKeyDictionary[Tokenizer, dict[int, bytes]]" = weakref.WeakKeyDictionary()
 
 
 def format_ids(tokenizer: Tokenizer, ids, fmt: str) -> bytes:
@@ -109,12 +112,13 @@ def format_ids(tokenizer: Tokenizer, ids, fmt: str) -> bytes:
     if fmt == "msgpack":
         return msgpack.packb(list(ids))
     if fmt == "tokens":
+        known = _TOKEN_TEXT.setdefault(tokenizer, {})
         lines = []
         for token_id in ids:
-            line = _TOKEN_TEXT.get(token_id)
+            line = known.get(token_id)
             if line is None:
                 text = tokenizer.decode_bytes([token_id]).decode("utf-8", errors="replace")
-                line = _TOKEN_TEXT[token_id] = (json.dumps(text, ensure_ascii=False) + "\n").encode("utf-8")
+                line = known[token_id] = (json.dumps(text, ensure_ascii=False) + "\n").encode("utf-8")
             lines.append(line)
         return b"".join(lines)
     raise BpefstError(f"format {fmt!r} cannot be written as a flat id stream")
@@ -127,11 +131,16 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
     allowed = () if allowed_special == "none" else allowed_special
     policy = tokenizer.special_policy(allowed, disallowed_special)
     writer = _Writer(tokenizer, out, fmt) if fmt != "jsonl" else None
+    if jobs > 1 and fork_available():
+        from .stream_jobs import tokenize_stream_jobs
+
+        write = writer.write_formatted if writer is not None else out.write
+        tokenize_stream_jobs(tokenizer, stream, write, out.flush, fmt, *policy, jobs=jobs, piece_size=piece_size)
+        writer.close() if writer is not None else out.flush()
+        return
+    jobs = 1  # without os.fork this process does it all
     if fmt == "jsonl":
-        if jobs <= 1:
-            _stream_lines(tokenizer, stream, out, policy, min(block_size, STREAM_BLOCK))
-        else:
-            _tokenize_lines(tokenizer, stream, out, policy, jobs, block_size)
+        _stream_lines(tokenizer, stream, out, policy, min(block_size, STREAM_BLOCK))
         return
     if fmt not in FORMATS:
         raise BpefstError(f"unknown output format {fmt!r}")
@@ -147,41 +156,6 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
         writer.write_ids(ids)
         writer.close()
         return
-    pool = tokenizer._get_pool(jobs)
-    in_flight: deque = deque()
-
-    def submit(text: str, offset: int) -> None:
-        if text:
-            in_flight.append(pool.apply_async(_worker_piece, (text, policy[0], policy[1], offset, fmt)))
-
-    def drain(block: bool) -> None:
-        while in_flight and (block or in_flight[0].ready() or len(in_flight) > 2 * jobs):
-            writer.write_formatted(in_flight.popleft().get())
-            out.flush()
-
-    for block in _blocks(stream, max(block_size, piece_size)):
-        incremental.push(decoder.decode(block))
-        if incremental.buffered >= piece_size or len(block) < block_size:
-            text, offset = incremental.take()
-            submit(text, offset)
-        drain(False)
-    incremental.push(decoder.decode(b"", final=True))
-    offset = incremental._offset
-    rest = incremental._buffer
-    incremental._buffer = ""
-    submit(rest, offset)
-    drain(True)
-    writer.close()
-
-
-def _worker_piece(text: str, allowed, disallowed, offset: int, fmt: str) -> bytes:
-    tokenizer = _encoder._WORKER_TOKENIZER
-    return format_ids(tokenizer, tokenizer._encode_policy(text, allowed, disallowed, offset), fmt)
-
-
-def _worker_lines(lines: list[bytes], allowed, disallowed, first_line: int) -> bytes:
-    tokenizer = _encoder._WORKER_TOKENIZER
-    return _format_lines(tokenizer, lines, (allowed, disallowed), first_line)
 
 
 def _format_lines(tokenizer: Tokenizer, lines: list[bytes], policy, first_line: int) -> bytes:
@@ -200,47 +174,6 @@ def _format_lines(tokenizer: Tokenizer, lines: list[bytes], policy, first_line: 
 def _split_lines(piece: bytes) -> list[bytes]:
     """The lines ``bytes.splitlines`` gives for one ``\\n``-terminated piece (empty piece: one empty line)."""
     return piece.splitlines() or [b""]
-
-
-def _tokenize_lines(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, policy, jobs: int, block_size: int) -> None:
-    """``jsonl``: each input line (as ``bytes.splitlines`` cuts them) tokenized on its own."""
-    pool = tokenizer._get_pool(jobs) if jobs > 1 else None
-    in_flight: deque = deque()
-    tail = b""
-    line_no = 0
-
-    def emit(lines: list[bytes]) -> None:
-        if not lines:
-            return
-        first = line_no - len(lines) + 1
-        if pool is None:
-            out.write(_format_lines(tokenizer, lines, policy, first))
-            out.flush()
-            return
-        in_flight.append(pool.apply_async(_worker_lines, (lines, policy[0], policy[1], first)))
-        while in_flight and (in_flight[0].ready() or len(in_flight) > 2 * jobs):
-            out.write(in_flight.popleft().get())
-            out.flush()
-
-    for block in _blocks(stream, block_size):
-        data = tail + block
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            tail = data
-            continue
-        lines = []
-        for piece in data[:cut].split(b"\n"):
-            lines.extend(_split_lines(piece))
-        line_no += len(lines)
-        tail = data[cut + 1 :]
-        emit(lines)
-    if tail:
-        lines = tail.splitlines()
-        line_no += len(lines)
-        emit(lines)
-    while in_flight:
-        out.write(in_flight.popleft().get())
-    out.flush()
 
 
 class _LongLine:
