@@ -138,7 +138,7 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
         tokenize_stream_jobs(tokenizer, stream, write, out.flush, fmt, *policy, jobs=jobs, piece_size=piece_size)
         writer.close() if writer is not None else out.flush()
         return
-    jobs = 1  # without os.fork this process does it all
+    # One process (also when os.fork is missing).
     if fmt == "jsonl":
         _stream_lines(tokenizer, stream, out, policy, min(block_size, STREAM_BLOCK))
         return
@@ -146,16 +146,14 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
         raise BpefstError(f"unknown output format {fmt!r}")
     decoder = _Decoder(tokenizer.model.is_byte_level)
     incremental = _encoder.IncrementalEncoder(tokenizer, *policy)
-    if jobs <= 1:
-        for block in _blocks(stream, min(block_size, STREAM_BLOCK)):
-            ids = incremental.feed(decoder.decode(block))
-            if ids:
-                writer.write_ids(ids)
-                out.flush()
-        ids = incremental.feed(decoder.decode(b"", final=True)) + incremental.finish()
-        writer.write_ids(ids)
-        writer.close()
-        return
+    for block in _blocks(stream, min(block_size, STREAM_BLOCK)):
+        ids = incremental.feed(decoder.decode(block))
+        if ids:
+            writer.write_ids(ids)
+            out.flush()
+    ids = incremental.feed(decoder.decode(b"", final=True)) + incremental.finish()
+    writer.write_ids(ids)
+    writer.close()
 
 
 def _format_lines(tokenizer: Tokenizer, lines: list[bytes], policy, first_line: int) -> bytes:
