@@ -593,7 +593,7 @@ class Tokenizer:
 def _forget_oldest_half(cache: dict) -> None:
     """Drop the older half of a full chunk cache (insertion order): cheaper than clearing it all, which
     forgets the frequent chunks too; each entry is still touched once per ``cache_size / 2`` misses."""
-    deque(map(cache.pop, list(islice(cache, len(cache) // 2))), maxlen=0)
+    deque(map(cache.pop, list(islice(cache, max(1, len(cache) // 2)))), maxlen=0)
 
 
 def _names(argument: str, value: Iterable[str] | str) -> Iterable[str]:
