@@ -230,9 +230,16 @@ def test_artifacts_without_a_checksum_are_refused_with_a_hint(tmp_path) -> None:
 # -- item 8: interruption and closed pipes -----------------------------------------------------------
 
 
+def _interruptible() -> None:
+    """Start the child with Ctrl-C's default action: a shell that runs the suite in the background
+    (no job control) starts it with SIGINT ignored, children inherit that, and Python then installs
+    no KeyboardInterrupt handler; a command run at a terminal has the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_without_a_traceback(byte_tok) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "bpefst", "validate", str(byte_tok)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_interruptible)
     proc.stdin.write(b"97 98 ")
     proc.stdin.flush()
     _wait_until_reading_stdin(proc.pid)
