@@ -21,7 +21,7 @@ import sys
 import msgpack
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bpefst.pipeline import encoder as encoder_module
@@ -96,6 +96,8 @@ def test_incremental_encoder_with_tiny_limits_equals_reference(kind: str) -> Non
 
     @settings(max_examples=150, deadline=None)
     @given(case=stream_cases(), which=st.integers(0, 2), policy=st.sampled_from(["plain", "allowed", "disallowed"]))
+    # found by CI: a long chunk of spaces ended early while "<|e" could still become a special
+    @example(case=("a" * 27 + " " * 8 + "<|end|>", [35, 38], 2, 1), which=0, policy="allowed")
     def check(case, which, policy) -> None:
         text, feeds, long_text, long_chunk = case
         tok, ref = tokenizers[which]

@@ -228,6 +228,8 @@ class IncrementalEncoder:
             special = self._specials.search(buffer, self._fed)
             if special is not None:  # the text before a special is pre-tokenized on its own
                 segment, ended = buffer[: special.start()], True
+            elif not final:  # the end may be the start of a special not complete yet: it would end
+                segment = buffer[: self._limit()]  # the segment there, and so the chunk differently
         match = self._pattern.match(segment)
         if match is None:  # the presets match every character
             raise RuntimeError("long chunk: the pattern does not match the text after it")
