@@ -20,7 +20,9 @@ alike), and the medians are compared:
 * ``before``: :class:`DecodingValidator` (the algorithm ``Validator`` used
   before the token-level path: decode blocks, re-run the pattern) on the list;
 * ``bpefst file``: reading and parsing the file as the CLI does
-  (:func:`parse_id_blocks`) and validating the blocks, in this process;
+  (:func:`parse_id_blocks`) and validating the blocks, in this process, with
+  numpy loaded (as in a library user's process: the parser then uses numpy's
+  reader) and without (the JSON reader, as the CLI, which does not import numpy);
 * ``bpefst CLI file`` / ``bpefst CLI stdin``: ``python -m bpefst validate``
   end to end in a fresh process (everything cold), minus the median of the
   same command on a one-token input (start-up: loading the rank file, the
@@ -50,6 +52,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_tokenize import SHARED, build_tiktoken, tokenizer_path  # noqa: E402
 
 from bpefst.bpe import MergeForest, build_canonical  # noqa: E402
+from bpefst.pipeline import validate as validate_module  # noqa: E402
 from bpefst.pipeline.validate import DecodingValidator, Validator, parse_id_blocks  # noqa: E402
 from bpefst.tokenizer import load_tokenizer  # noqa: E402
 
@@ -113,10 +116,17 @@ def main() -> None:
         blocks = (ids[i : i + 65536] for i in range(0, len(ids), 65536))
         return validator.check_stream(blocks) is None and validator.tokens_seen == len(ids)
 
-    def bpefst_file(validator):
+    def bpefst_file(validator, numpy_loaded: bool):
+        validate_module._numpy = numpy_parser if numpy_loaded else lambda: None
         with open(ids_path, "rb") as f:  # lines, as the CLI reads a file (one line here)
             ok = validator.check_stream(parse_id_blocks(f), nonnegative=True) is None
         return ok and validator.tokens_seen == len(ids)
+
+    try:
+        import numpy  # noqa: F401  (loaded, as in a library user's process)
+    except ImportError:
+        pass
+    numpy_parser = validate_module._numpy
 
     times: dict[str, list[float]] = {}
 
@@ -132,8 +142,9 @@ def main() -> None:
         record("tiktoken + parse", *timed(tiktoken_file))
         validator = Validator(model, automaton)
         record("bpefst list", *timed(lambda: bpefst_list(validator)))
-        validator = Validator(model, automaton)
-        record("bpefst file", *timed(lambda: bpefst_file(validator)))
+        for numpy_loaded, name in ((True, "bpefst file"), (False, "bpefst file json")):
+            validator = Validator(model, automaton)
+            record(name, *timed(lambda: bpefst_file(validator, numpy_loaded)))
         decoding = DecodingValidator(model, automaton)
         record("decoding checker", *timed(lambda: bpefst_decoding(decoding)))
         if not args.no_cli:
@@ -153,6 +164,7 @@ def main() -> None:
         ("tiktoken, reading + int() + the above", "tiktoken + parse", None),
         ("bpefst Validator.check (parsed list)", "bpefst list", "tiktoken"),
         ("bpefst file: parse_id_blocks + check", "bpefst file", "tiktoken + parse"),
+        ("  the same without numpy (JSON reader)", "bpefst file json", "tiktoken + parse"),
         ("before: DecodingValidator (parsed list)", "decoding checker", "tiktoken"),
     ]
     if not args.no_cli:

@@ -188,6 +188,26 @@ def test_parsed_ids_match_int_split() -> None:
             list(parse_id_blocks([bad]))
 
 
+@pytest.mark.parametrize("with_numpy", [True, False])
+def test_large_blocks_parse_as_int_split(with_numpy: bool, monkeypatch) -> None:
+    """Blocks large enough for numpy's reader (and the JSON reader without numpy) give ``int`` of each
+    word, including ids of 18-20 digits (beyond int64: those blocks must not go to numpy) and leading zeros."""
+    from bpefst.pipeline import validate
+
+    if with_numpy:
+        pytest.importorskip("numpy")
+    else:
+        monkeypatch.setattr(validate, "_numpy", lambda: None)
+    rng = random.Random(5)
+    for big in (None, 10**18 - 1, 10**19 + 7, 2**63, 10**20 - 1):
+        words = [str(rng.randrange(300_000)) for _ in range(30_000)] + ["007", "0"]
+        if big is not None:
+            words[rng.randrange(len(words))] = str(big)
+        rng.shuffle(words)
+        text = "".join(w + rng.choice([" ", "\n", "\t", "  ", "\r\n"]) for w in words).encode()
+        assert len(text) > 1 << 16
+        assert [i for block in parse_id_blocks([text]) for i in block] == [int(w) for w in words]
+
 def test_restart_keeps_streaming_memory_bounded() -> None:
     """A long canonical stream in small blocks keeps only a short history for restarts."""
     model, encoder, automaton = real("cl100k")

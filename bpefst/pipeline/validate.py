@@ -49,6 +49,7 @@ import bisect
 import itertools
 import json
 import operator
+import sys
 import weakref
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -493,21 +494,36 @@ _NOT_ID_TEXT = b"0123456789 \t\n\r\x0b\x0c"
 _TO_SPACE = bytes.maketrans(b"\t\n\r\x0b\x0c", b"     ")
 _DIGIT_TO_D = bytes.maketrans(b"0123456789", b"dddddddddd")
 _TOO_LONG = b"d" * (MAX_ID_DIGITS + 1)
+_BEYOND_INT64 = b"d" * 19  # numpy reads into int64: 19 digits may not fit, so those go to the JSON parser
+_NUMPY_FROM = 1 << 16  # smaller blocks are not worth the call's overhead
+
+
+def _numpy():
+    """numpy if this process has already imported it, else None.  numpy is an optional extra and only a
+    faster id parser here: importing it costs about 0.1 s, what its reader saves on 30 MB of ids, so a
+    one-shot ``bpefst validate`` does without and library users (who have numpy loaded) gain."""
+    return sys.modules.get("numpy")
 
 
 def _parse_plain_ids(data: bytes) -> list[int] | None:
     """The ids of text made of ids of at most MAX_ID_DIGITS digits between whitespace, or None for anything
-    else (then :func:`parse_words` says what is wrong).  Separators become commas and the C JSON parser
-    reads the integers: about twice as fast as ``map(int, data.split())``."""
+    else (then :func:`parse_words` says what is wrong).  A C-level parser reads the integers: numpy's
+    text reader where numpy is loaded (1.3x faster again on large blocks), else the JSON parser
+    with separators turned into commas (about twice as fast as ``map(int, data.split())``)."""
     if data.translate(None, _NOT_ID_TEXT):
         return None
+    digits = data.translate(_DIGIT_TO_D)
+    if _TOO_LONG in digits:
+        return None
+    if len(data) >= _NUMPY_FROM and _BEYOND_INT64 not in digits:
+        numpy = _numpy()
+        if numpy is not None:
+            return numpy.fromstring(data, dtype=numpy.int64, sep=" ").tolist()  # any whitespace separates
     text = data.translate(_TO_SPACE).strip()
     if not text:
         return []
     if b"  " in text:
         text = b" ".join(text.split())
-    if _TOO_LONG in text.translate(_DIGIT_TO_D):
-        return None
     try:
         return json.loads(b"[" + text.replace(b" ", b",") + b"]")
     except ValueError:  # JSON refuses leading zeros ("007"), which int() reads
