@@ -93,9 +93,8 @@ class Violation:
         )
 
 
-class DecodingValidator:
-    """Checks id streams by decoding them in blocks and re-running the pattern (any pattern; the exact
-    diagnostic for :class:`Validator`, which falls back to it where a stream stops being canonical)."""
+class _StreamChecker:
+    """What both validators hold: the model, its canonical automaton, the options, the pairs known good."""
 
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
         model.check_dense()
@@ -104,6 +103,20 @@ class DecodingValidator:
         self.pretokenize = pretokenize
         self.block_tokens = block_tokens
         self.size = max(model.max_id + 1, 1)
+        self.good_pairs: set[int] = set()  # pair keys u * size + v known to be canonical
+        self.tokens_seen = 0
+
+    def check(self, ids: Sequence[int]) -> Violation | None:
+        """First violation in a whole sequence, or None if it is canonical."""
+        return self.check_stream([ids])  # type: ignore[attr-defined]
+
+
+class DecodingValidator(_StreamChecker):
+    """Checks id streams by decoding them in blocks and re-running the pattern (any pattern; the exact
+    diagnostic for :class:`Validator`, which falls back to it where a stream stops being canonical)."""
+
+    def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
+        super().__init__(model, automaton, pretokenize, block_tokens)
         self.special_ids = set(model.specials.values()) - set(model.vocab)
         self.token_bytes = [b""] * self.size
         self.known = [False] * self.size
@@ -116,19 +129,13 @@ class DecodingValidator:
         self.token_length = list(map(len, self.token_bytes))
         self.holes = {i for i in range(self.size) if not self.known[i]}
         self.unreachable = {i for i in model.vocab if not automaton.reachable[i]}
-        self.good_pairs: set[int] = set()
         self._pattern = Splitter(model.pattern) if pretokenize and model.pattern is not None else None
         names = sorted(model.specials, key=len, reverse=True)
         self._specials = regex.compile("|".join(regex.escape(s) for s in names)) if names else None
         self._special_margin = max(map(len, (s.encode() for s in names)), default=1)
-        self.tokens_seen = 0
         self._settled_last: int | None = None  # the token just before the ids still pending (None: none yet)
 
     # -- public API ------------------------------------------------------------------------------
-
-    def check(self, ids: Sequence[int]) -> Violation | None:
-        """First violation in a whole sequence, or None if it is canonical."""
-        return self.check_stream([ids])
 
     def check_stream(self, blocks: Iterable[Sequence[int]], offset: int = 0, previous: int | None = None) -> Violation | None:
         """Like :meth:`check` for a stream given as blocks of ids (any sizes).
@@ -306,7 +313,7 @@ class DecodingValidator:
         return Violation(offset + k, before, word[k], "re-encoding the decoded word gives other tokens", text.encode("utf-8"), expected)
 
 
-class Validator:
+class Validator(_StreamChecker):
     """Checks id streams against one tokenizer and its canonical automaton.
 
     For the gpt2, cl100k and o200k patterns the stream is read at the token
@@ -321,16 +328,9 @@ class Validator:
     """
 
     def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
-        model.check_dense()
-        self.model = model
-        self.automaton = automaton
-        self.pretokenize = pretokenize
-        self.block_tokens = block_tokens
-        self.size = max(model.max_id + 1, 1)
-        self.good_pairs: set[int] = set()  # pair keys u * size + v known to be canonical (shared with the fallback)
+        super().__init__(model, automaton, pretokenize, block_tokens)
         supported = model.is_byte_level and pretokenize and model.pattern is not None and preset_name(model.pattern) in RULES
         self.chunks = token_chunks_for(model, automaton) if supported else None
-        self.tokens_seen = 0
         self.longest_history = 0  # the most ids held for a restart (bounded: a block plus a little)
 
     @cached_property
@@ -339,10 +339,6 @@ class Validator:
         decoding = DecodingValidator(self.model, self.automaton, self.pretokenize, self.block_tokens)
         decoding.good_pairs = self.good_pairs
         return decoding
-
-    def check(self, ids: Sequence[int]) -> Violation | None:
-        """First violation in a whole sequence, or None if it is canonical."""
-        return self.check_stream([ids])
 
     def check_stream(self, blocks: Iterable[Sequence[int]], nonnegative: bool = False) -> Violation | None:
         """Like :meth:`check` for a stream given as blocks of ids (any sizes); ``nonnegative``: the caller
