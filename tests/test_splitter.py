@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpefst.tokenizer.pretokenize import PRESETS
-from bpefst.tokenizer.splitter import Splitter, ascii_translation
+from bpefst.tokenizer.splitter import Splitter, ascii_pattern
 from conftest import corpus_prefix
 
 # One character of every kind the presets tell apart on ASCII: each literal they
@@ -28,7 +28,7 @@ ASCII_KINDS = "'sSdDmMtTlLvVeErRaZ09 \n\r\t\x0b\x0c/._\x00\x1c\x7f"
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_translation_is_exact_on_every_short_ascii_string(name: str) -> None:
     expected = regex.compile(PRESETS[name]).findall
-    fast = re.compile(ascii_translation(PRESETS[name])).findall
+    fast = re.compile(ascii_pattern(PRESETS[name])).findall
     for length in range(1, 4):
         for letters in itertools.product(ASCII_KINDS, repeat=length):
             text = "".join(letters)
@@ -38,7 +38,7 @@ def test_translation_is_exact_on_every_short_ascii_string(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_translation_is_exact_on_every_ascii_character_pair(name: str) -> None:
     expected = regex.compile(PRESETS[name]).findall
-    fast = re.compile(ascii_translation(PRESETS[name])).findall
+    fast = re.compile(ascii_pattern(PRESETS[name])).findall
     for a in map(chr, range(128)):
         for b in map(chr, range(128)):
             for text in (a + b, " " + a + b + "\n", a + "'" + b + b):
@@ -48,7 +48,7 @@ def test_translation_is_exact_on_every_ascii_character_pair(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_translation_is_exact_on_random_ascii_text(name: str) -> None:
     expected = regex.compile(PRESETS[name]).findall
-    fast = re.compile(ascii_translation(PRESETS[name])).findall
+    fast = re.compile(ascii_pattern(PRESETS[name])).findall
     rng = random.Random(name)
     pieces = list(ASCII_KINDS) + ["'ll", "'ve", "'re", "  ", "\r\n", "\n\n", " \n", "123456", "...", "word"]
     for _ in range(20_000):
