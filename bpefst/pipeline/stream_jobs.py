@@ -284,11 +284,12 @@ class StretchReader:
     """The input from a cut up to the next byte cut, as blocks for this process to tokenize.
 
     Iterating yields ``head`` (the bytes the workers' reader held, without a
-    cut; taken over and consumed), then the stream's bytes, in blocks of at most ``block`` bytes, and
-    stops at the first byte cut after the start; the bytes read beyond it are
-    left in ``rest`` (None when the input ended first), ``offset`` being their
-    byte offset in the input.  A cut is decided by the bytes around its line
-    feed, so the two bytes yielded last stay in view for the search.
+    cut; taken over and consumed), then the stream's bytes, in blocks of at
+    most ``block`` bytes, and stops at the first byte cut after the start; the
+    bytes read beyond it are left in ``rest`` (None when the input ended
+    first), ``offset`` being their byte offset in the input.  A cut is decided
+    by the bytes around its line feed, so the two bytes yielded last stay in
+    view for the search.  Nothing but the head and one read is held.
     """
 
     def __init__(self, head: bytearray, stream: BinaryIO, eof: bool, rule: str | None, offset: int, block: int = STREAM_BLOCK):
