@@ -21,7 +21,7 @@ from bpefst.errors import BpefstError, DisallowedSpecialError
 from bpefst.pipeline.documents import tokenize_documents
 from bpefst.pipeline.encoder import Tokenizer
 from bpefst.pipeline.forking import map_ordered
-from bpefst.pipeline.stream_jobs import PieceReader, first_byte_cut, last_byte_cut
+from bpefst.pipeline.stream_jobs import PieceReader, StretchReader, first_byte_cut, last_byte_cut
 from bpefst.pipeline.tokenize import tokenize_stream
 from bpefst.tokenizer import PRESETS
 from bpefst.tokenizer.safe_cuts import cut_rule_for
@@ -355,6 +355,29 @@ def _stretchy_text() -> str:
         prose[12_000:20_000], "<|endoftext|>", prose[20_000:28_000], "\n",
         "\u3000" * 6000, "\n\u3000" * 3000, "\n", *lines[330:360], prose[28_000:40_000],
     ])
+
+
+def test_stretch_reader_stops_at_the_first_byte_cut_whatever_the_reads() -> None:
+    """Random bytes split into a head and odd-sized reads: the blocks are the input up to its first byte
+    cut after the start (brute force: ``last_byte_cut`` at every position of the whole input), ``rest``
+    and what the stream still holds are the input after it, ``offset`` is the cut's."""
+    rng = random.Random(9)
+    for rule in ("single-newline", "newline", "newline-not-slash", "line"):
+        for _ in range(300):
+            data = _random_bytes(rng, rng.randint(1, 60))
+            cuts = [c for c in range(1, len(data)) if last_byte_cut(data, rule, c, c) == c]
+            split = rng.randint(1, len(data))
+            stream = _OddReads(data[split:], rng.randint(1, 5))
+            reader = StretchReader(bytearray(data[:split]), stream, False, rule, 100, block=rng.randint(1, 7))
+            blocks = list(reader)
+            assert all(0 < len(b) <= reader.block for b in blocks)
+            end = cuts[0] if cuts else len(data)
+            assert b"".join(blocks) == data[:end], (rule, data, split)
+            assert reader.offset == 100 + end
+            if cuts:
+                assert reader.rest + b"".join(iter(stream.read1, b"")) == data[end:]
+            else:
+                assert reader.rest is None and reader.eof
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
