@@ -5,6 +5,7 @@ Usage::
     .venv/bin/python benchmarks/bench_stream_memory.py                    # all cases, 50 MB and 1 GB
     .venv/bin/python benchmarks/bench_stream_memory.py --cases spaces-gpt2,letter-cl100k --size-mb 10
     .venv/bin/python benchmarks/bench_stream_memory.py --big-mb 0         # skip the 1 GB case
+    .venv/bin/python benchmarks/bench_stream_memory.py --cases prose-line-cl100k,spaces-cl100k --size-mb 200 --big-mb 0 --jobs 2
 
 Issue 16 (item 11) asks for a peak resident memory of at most 200 MB on each of:
 50 MB of prose on a single line (cl100k), 50 MB of spaces (GPT-2 and cl100k), 50 MB
@@ -29,6 +30,13 @@ process (its memory is not measured):
 The inputs: pydocs prose with line breaks replaced by spaces, repeated to the size;
 spaces; ``a`` repeated; pydocs and fortunes (multilingual) repeated to 1 GB with
 their line breaks.
+
+``--jobs J`` runs every case with ``--jobs 1`` and ``--jobs J`` and checks that both
+give the same ids.  With workers, "max RSS" (``time -v``) is the largest of the
+processes, so the memory of the process tree is printed too: the summed
+proportional set size (``Pss`` of ``/proc/PID/smaps_rollup``, sampled every 50 ms,
+of the command and its workers), which counts a page the workers share with the
+parent since the fork once, not once per process as summed RSS would.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -90,17 +99,51 @@ def make_input(kind: str, path: Path, size: int) -> None:
         raise ValueError(kind)
 
 
-def run_tokenize(tokenizer: Path, path: Path, out: Path) -> tuple[float, float]:
-    """(peak RSS in MB, wall seconds) of ``bpefst tokenize`` under ``/usr/bin/time -v``."""
+def tree_pss_kb(pid: int) -> int:
+    """The summed proportional set size of a process and its descendants (0 for those already gone)."""
+    total, stack = 0, [pid]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                total += next((int(line.split()[1]) for line in rollup if line.startswith("Pss:")), 0)
+            with open(f"/proc/{pid}/task/{pid}/children") as children:
+                stack.extend(map(int, children.read().split()))
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_tokenize(tokenizer: Path, path: Path, out: Path, jobs: int = 1) -> tuple[float, float, float]:
+    """(peak RSS of one process in MB, peak summed PSS of the process tree in MB, wall seconds) of
+    ``bpefst tokenize`` under ``/usr/bin/time -v``."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     began = time.perf_counter()
-    result = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "bpefst", "tokenize", str(tokenizer), str(path),
-                             "--format", "msgpack", "-o", str(out)], capture_output=True, text=True, env=env)
+    proc = subprocess.Popen(["/usr/bin/time", "-v", sys.executable, "-m", "bpefst", "tokenize", str(tokenizer), str(path),
+                             "--format", "msgpack", "-o", str(out), "--jobs", str(jobs)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    tree_peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            tree_peak[0] = max(tree_peak[0], tree_pss_kb(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stderr = proc.stderr.read()
+    proc.wait()
+    sampler.join()
     seconds = time.perf_counter() - began
-    if result.returncode != 0:
-        raise SystemExit(f"bpefst tokenize failed:\n{result.stderr}")
-    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)
-    return int(peak.group(1)) / 1024, seconds
+    if proc.returncode != 0:
+        raise SystemExit(f"bpefst tokenize failed:\n{stderr}")
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
+    return int(peak.group(1)) / 1024, tree_peak[0] / 1024, seconds
+
+
+def same_ids(first: Path, second: Path) -> bool:
+    """Whether two msgpack outputs hold the same ids (their arrays may be cut differently)."""
+    return all(a == b for a, b in itertools.zip_longest(our_ids(first), our_ids(second)))
 
 
 def tiktoken_cl100k():
@@ -222,6 +265,7 @@ def main() -> None:
     parser.add_argument("--big-mb", type=float, default=1024, help="size of the ordinary-text case (0: skip it)")
     parser.add_argument("--workdir", default=None, help="where the inputs and outputs go (default: a temporary folder)")
     parser.add_argument("--no-oracle", action="store_true", help="measure memory only")
+    parser.add_argument("--jobs", type=int, default=1, help="also run with --jobs J and compare with --jobs 1")
     args = parser.parse_args()
     if not SHARED.is_dir():
         raise SystemExit(f"needs the shared reference data at {SHARED}")
@@ -239,8 +283,18 @@ def main() -> None:
         if not path.exists() or path.stat().st_size < size - 4:
             make_input(kind, path, size)
         out = work / f"{name}.msgpack"
-        peak, seconds = run_tokenize(CL100K if tokenizer == "cl100k" else GPT2, path, out)
+        peak, tree, seconds = run_tokenize(CL100K if tokenizer == "cl100k" else GPT2, path, out)
         verdict = "not checked"
+        if args.jobs > 1:
+            out_jobs = work / f"{name}-jobs.msgpack"
+            peak_jobs, tree_jobs, seconds_jobs = run_tokenize(CL100K if tokenizer == "cl100k" else GPT2, path, out_jobs, args.jobs)
+            same = "same ids" if same_ids(out, out_jobs) else "DIFFERENT ids"
+            print(f"{name} --jobs {args.jobs}: max RSS {peak_jobs:.0f} MB, process tree {tree_jobs:.0f} MB, "
+                  f"{seconds_jobs:.1f} s, {same} as --jobs 1 (max RSS {peak:.0f} MB, tree {tree:.0f} MB, {seconds:.1f} s)",
+                  flush=True)
+            rows.append((f"{name} --jobs {args.jobs}", path.stat().st_size, max(peak_jobs, tree_jobs), seconds_jobs,
+                         "ok" if max(peak_jobs, tree_jobs) <= LIMIT_MB else "OVER", f"{same} as --jobs 1"))
+            out_jobs.unlink()
         if not args.no_oracle:
             if tokenizer not in oracles:
                 oracles[tokenizer] = tiktoken_cl100k() if tokenizer == "cl100k" else tiktoken_gpt2()

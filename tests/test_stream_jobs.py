@@ -21,7 +21,7 @@ from bpefst.errors import BpefstError, DisallowedSpecialError
 from bpefst.pipeline.documents import tokenize_documents
 from bpefst.pipeline.encoder import Tokenizer
 from bpefst.pipeline.forking import map_ordered
-from bpefst.pipeline.stream_jobs import PieceReader, first_byte_cut, last_byte_cut
+from bpefst.pipeline.stream_jobs import PieceReader, StretchReader, first_byte_cut, last_byte_cut
 from bpefst.pipeline.tokenize import tokenize_stream
 from bpefst.tokenizer import PRESETS
 from bpefst.tokenizer.safe_cuts import cut_rule_for
@@ -304,3 +304,158 @@ def test_jobs_write_a_slow_producers_lines_before_the_input_ends(tmp_path) -> No
         proc.stdin.close()
         proc.wait(60)
     assert proc.returncode == 0
+
+
+# -- long stretches without a byte cut: tokenized by the parent, as one process does ----------------------
+
+STRETCH = 4096  # the tests' limit (the default is megabytes): every stretch below is several times longer
+
+
+class _Spy:
+    """Records, in the parent, the largest piece handed to the workers and how many stretches it tokenized itself."""
+
+    def __init__(self, monkeypatch):
+        import bpefst.pipeline.stream_jobs as stream_jobs
+
+        self.largest, self.stretches = 0, 0
+        take, in_this_process = stream_jobs.PieceReader.take, stream_jobs._in_this_process
+
+        def spied_take(reader):
+            task = take(reader)
+            if task is not None:
+                self.largest = max(self.largest, len(task) - 8)
+            return task
+
+        def spied_in_this_process(*args):
+            self.stretches += 1
+            return in_this_process(*args)
+
+        monkeypatch.setattr(stream_jobs.PieceReader, "take", spied_take)
+        monkeypatch.setattr(stream_jobs, "_in_this_process", spied_in_this_process)
+
+
+def _run_stretched(tok: Tokenizer, data: bytes, fmt: str, jobs: int, allowed=frozenset(), disallowed=frozenset(),
+                   read: int = 997) -> bytes:
+    out = io.BytesIO()
+    tokenize_stream(tok, _OddReads(data, read), out, fmt, allowed, disallowed, jobs=jobs, piece_size=1000,
+                    stretch_size=STRETCH)
+    return out.getvalue()
+
+
+def _stretchy_text() -> str:
+    """Ordinary lines around stretches without a byte cut: a line of prose at the start and at the end (no
+    line feed after it), spaces, lines that begin with a space, lines that begin with non-ASCII letters,
+    a special token inside a stretch."""
+    prose = corpus_prefix("pydocs", 60_000).replace("\r", " ").replace("\n", " ")
+    lines = corpus_prefix("fortunes", 40_000).splitlines(keepends=True)
+    return "".join([
+        prose[:12_000], "\n", *lines[:60], " " * 20_000, "x\n", *lines[60:120],
+        " ", " ".join(lines[120:300]),  # every line feed followed by a space
+        "日本語 " * 2000, "\n", *lines[300:330],
+        prose[12_000:20_000], "<|endoftext|>", prose[20_000:28_000], "\n",
+        "\u3000" * 6000, "\n\u3000" * 3000, "\n", *lines[330:360], prose[28_000:40_000],
+    ])
+
+
+def test_stretch_reader_stops_at_the_first_byte_cut_whatever_the_reads() -> None:
+    """Random bytes split into a head and odd-sized reads: the blocks are the input up to its first byte
+    cut after the start (brute force: ``last_byte_cut`` at every position of the whole input), ``rest``
+    and what the stream still holds are the input after it, ``offset`` is the cut's."""
+    rng = random.Random(9)
+    for rule in ("single-newline", "newline", "newline-not-slash", "line"):
+        for _ in range(300):
+            data = _random_bytes(rng, rng.randint(1, 60))
+            cuts = [c for c in range(1, len(data)) if last_byte_cut(data, rule, c, c) == c]
+            split = rng.randint(1, len(data))
+            stream = _OddReads(data[split:], rng.randint(1, 5))
+            reader = StretchReader(bytearray(data[:split]), stream, False, rule, 100, block=rng.randint(1, 7))
+            blocks = list(reader)
+            assert all(0 < len(b) <= reader.block for b in blocks)
+            end = cuts[0] if cuts else len(data)
+            assert b"".join(blocks) == data[:end], (rule, data, split)
+            assert reader.offset == 100 + end
+            if cuts:
+                assert reader.rest + b"".join(iter(stream.read1, b"")) == data[end:]
+            else:
+                assert reader.rest is None and reader.eof
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_long_stretches_without_a_cut_give_one_jobs_output_in_every_format(name: str, monkeypatch) -> None:
+    """Stretches longer than the limit go to the parent (the spy sees them, and no piece beyond the limit
+    and one read); the output is byte for byte one process's (msgpack: the same ids), the ids tiktoken's,
+    per line for jsonl."""
+    require_shared()
+    tok = Tokenizer(bpefst_encoder(name).model)
+    oracle = tiktoken_oracle(name)
+    text = _stretchy_text()
+    data = text.encode()
+    allowed = frozenset(tok.model.specials)
+    spy = _Spy(monkeypatch)
+    single = _run_stretched(tok, data, "ids", 1, allowed)
+    assert list(map(int, single.split())) == oracle.encode(text, allowed_special="all")
+    assert _run_stretched(tok, data, "ids", 2, allowed) == single
+    assert spy.stretches == 5 and 0 < spy.largest <= STRETCH + 997, (spy.stretches, spy.largest)
+    for read in (4096, 1 << 20):  # reads that end on cuts and reads beyond the limit
+        assert _run_stretched(tok, data, "ids", 3, allowed, read=read) == single, read
+    assert _run_stretched(tok, data, "tokens", 2, allowed) == _run_stretched(tok, data, "tokens", 1, allowed)
+    packed = _run_stretched(tok, data, "msgpack", 2, allowed)  # arrays cut elsewhere than one process's, as before
+    assert [i for array in msgpack.Unpacker(io.BytesIO(packed)) for i in array] == list(map(int, single.split()))
+    lines = _run_stretched(tok, data, "jsonl", 2, allowed)
+    assert lines == _run_stretched(tok, data, "jsonl", 1, allowed)
+    assert [json.loads(line) for line in lines.splitlines()] == [oracle.encode(line.decode(), allowed_special="all")
+                                                                for line in data.splitlines()]
+
+
+def test_long_stretches_on_small_models_equal_the_reference_encoder() -> None:
+    """No shared data: random text with long runs (spaces, one letter, line feeds before spaces, \\r-only
+    lines, invalid UTF-8), every preset's cut rule, jobs 2 with a tiny limit: the reference encoder's ids."""
+    from bpefst.tokenizer import ReferenceEncoder
+    from small_models import random_byte_model
+
+    rng = random.Random(5)
+    runs = [b" ", b"a", b"\n ", b"ab\r", b"\xff", "é".encode(), b"a b "]
+    for preset in ("gpt2", "cl100k", "o200k"):
+        model = random_byte_model(7, alphabet=b"ab \n", num_merges=20, pattern=PRESETS[preset])
+        tok, ref = Tokenizer(model), ReferenceEncoder(model)
+        parts = []
+        for _ in range(12):
+            parts.append(_random_bytes(rng, rng.randint(0, 400)))
+            parts.append(rng.choice(runs) * rng.randint(1, 6000))
+        data = b"".join(parts)
+        whole = data.decode("utf-8", "surrogateescape")
+        got = _run_stretched(tok, data, "ids", 2, read=rng.choice([333, 4096, 5000]))
+        assert list(map(int, got.split())) == ref.encode(whole), preset
+        lines = _run_stretched(tok, data, "jsonl", 2)
+        assert [json.loads(line) for line in lines.splitlines()] == [
+            ref.encode(line.decode("utf-8", "surrogateescape")) for line in data.splitlines()], preset
+
+
+def test_errors_inside_a_long_stretch_name_the_positions_one_job_names() -> None:
+    """A disallowed special token inside a stretch, and after one (character position: str.index; jsonl line
+    number: counted lines), and invalid UTF-8 inside a stretch for a character-level model (bytes.index)."""
+    require_shared()
+    tok = Tokenizer(bpefst_encoder("cl100k_base").model)
+    disallowed = frozenset(tok.model.specials)
+    text = corpus_prefix("fortunes", 30_000)
+    prose = corpus_prefix("pydocs", 30_000).replace("\n", " ")
+    inside = text + "\n" + prose[:15_000] + " <|endoftext|> " + prose[15_000:] + "\n" + text
+    after = text + " " * 9000 + "\nplain line\n" + prose + "\nok <|endoftext|>\n" + text
+    for content in (inside, after):
+        for fmt in ("ids", "jsonl"):
+            with pytest.raises(BpefstError) as one:
+                _run_stretched(tok, content.encode(), fmt, 1, disallowed=disallowed)
+            with pytest.raises(BpefstError) as two:
+                _run_stretched(tok, content.encode(), fmt, 2, disallowed=disallowed)
+            assert str(two.value) == str(one.value), fmt
+            if fmt == "ids":
+                assert two.value.position == content.index("<|endoftext|>")
+            else:
+                assert f"line {content[: content.index('<|endoftext|>')].count(chr(10)) + 1}:" in str(two.value)
+    char_tok = Tokenizer(random_char_model(1))
+    for data in (b"abc\n" * 2000 + b"a b c " * 3000 + b"\xff" + b"a b c " * 1000 + b"\nabc\n",
+                 b"abc\n" * 2000 + b"\n " * 5000 + b"\n" + b"ab \xe2\x82 c\n" + b"abc\n" * 10):
+        bad = data.index(b"\xff") if b"\xff" in data else data.index(b"\xe2")
+        for jobs in (1, 2):
+            with pytest.raises(BpefstError, match=f"byte offset {bad};"):
+                _run_stretched(char_tok, data, "ids", jobs)

@@ -19,7 +19,10 @@ line tokenized on its own, without its line break, one JSON array per line, as
 With ``jobs > 1`` (where ``os.fork`` exists) the raw input is cut at safe byte
 positions into pieces of about ``piece_size`` bytes that forked worker
 processes decode, tokenize and format; this process only reads, cuts and
-writes the results in input order (:mod:`.stream_jobs`).
+writes the results in input order (:mod:`.stream_jobs`).  A stretch of more
+than ``stretch_size`` bytes without such a position is tokenized here, as one
+process does (:func:`stream_ids`, :func:`_stream_lines`), so memory stays
+bounded with any number of jobs.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import codecs
 import json
 import re
 import weakref
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 import msgpack
 
@@ -44,15 +47,16 @@ BLOCK_SIZE = 1 << 20
 # peak memory on ordinary text (cl100k) for the same speed.
 STREAM_BLOCK = 1 << 18
 PIECE_SIZE = 1 << 20
+STRETCH_SIZE = 4 * PIECE_SIZE  # see stream_jobs.STRETCH_BYTES
 
 
 class _Decoder:
     """Incremental UTF-8 decoding with the byte offset of the first invalid byte."""
 
-    def __init__(self, byte_level: bool):
+    def __init__(self, byte_level: bool, offset: int = 0):
         self.byte_level = byte_level
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape" if byte_level else "strict")
-        self.consumed = 0
+        self.consumed = offset  # the byte offset of the next block in the input
 
     def decode(self, data: bytes, final: bool = False) -> str:
         try:
@@ -93,6 +97,11 @@ class _Writer:
     def write_ids(self, ids) -> None:
         self.write_formatted(format_ids(self.tokenizer, ids, self.fmt))
 
+    write = write_formatted  # a sink of formatted bytes, as the ``--jobs`` workers make them
+
+    def flush(self) -> None:
+        self.out.flush()
+
     def close(self) -> None:
         if self.fmt == "ids" and self.started:
             self.out.write(b"\n")
@@ -126,7 +135,7 @@ def format_ids(tokenizer: Tokenizer, ids, fmt: str) -> bytes:
 
 def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: str = "ids",
                     allowed_special="none", disallowed_special=(), jobs: int = 1,
-                    block_size: int = BLOCK_SIZE, piece_size: int = PIECE_SIZE) -> None:
+                    block_size: int = BLOCK_SIZE, piece_size: int = PIECE_SIZE, stretch_size: int = STRETCH_SIZE) -> None:
     """Tokenize ``stream`` to ``out`` in ``fmt``; see the module docstring."""
     allowed = () if allowed_special == "none" else allowed_special
     policy = tokenizer.special_policy(allowed, disallowed_special)
@@ -134,26 +143,46 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
     if jobs > 1 and fork_available():
         from .stream_jobs import tokenize_stream_jobs
 
-        write = writer.write_formatted if writer is not None else out.write
-        tokenize_stream_jobs(tokenizer, stream, write, out.flush, fmt, *policy, jobs=jobs, piece_size=piece_size)
+        tokenize_stream_jobs(tokenizer, stream, writer if writer is not None else out, fmt, *policy, jobs=jobs,
+                             piece_size=piece_size, stretch=stretch_size)
         writer.close() if writer is not None else out.flush()
         return
     # One process (also when os.fork is missing).
+    block_size = min(block_size, STREAM_BLOCK)
     if fmt == "jsonl":
-        _stream_lines(tokenizer, stream, out, policy, min(block_size, STREAM_BLOCK))
+        _stream_lines(tokenizer, _blocks(stream, block_size), out, policy, block_size)
         return
     if fmt not in FORMATS:
         raise BpefstError(f"unknown output format {fmt!r}")
-    decoder = _Decoder(tokenizer.model.is_byte_level)
-    incremental = _encoder.IncrementalEncoder(tokenizer, *policy)
-    for block in _blocks(stream, min(block_size, STREAM_BLOCK)):
-        ids = incremental.feed(decoder.decode(block))
-        if ids:
-            writer.write_ids(ids)
-            out.flush()
-    ids = incremental.feed(decoder.decode(b"", final=True)) + incremental.finish()
-    writer.write_ids(ids)
+
+    def emit(ids) -> None:
+        writer.write_ids(ids)
+        out.flush()
+
+    stream_ids(tokenizer, _blocks(stream, block_size), emit, policy)
     writer.close()
+
+
+def stream_ids(tokenizer: Tokenizer, blocks: Iterable[bytes], emit: Callable[[list[int]], None], policy,
+               first_byte: int = 0) -> int:
+    """The one-process loop: decode ``blocks`` incrementally, feed the encoder, ``emit`` the ids it decides.
+
+    Returns the number of characters decoded.  ``first_byte`` is the byte offset
+    of the first block in the input (for the position of invalid UTF-8); a
+    disallowed special token's position counts from the first block.
+    """
+    decoder = _Decoder(tokenizer.model.is_byte_level, first_byte)
+    incremental = _encoder.IncrementalEncoder(tokenizer, *policy)
+    chars = 0
+    for block in blocks:
+        text = decoder.decode(block)
+        chars += len(text)
+        ids = incremental.feed(text)
+        if ids:
+            emit(ids)
+    text = decoder.decode(b"", final=True)
+    emit(incremental.feed(text) + incremental.finish())
+    return chars + len(text)
 
 
 def _format_lines(tokenizer: Tokenizer, lines: list[bytes], policy, first_line: int) -> bytes:
@@ -200,15 +229,17 @@ class _LongLine:
         self.out.flush()
 
 
-def _stream_lines(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, policy, block_size: int) -> None:
+def _stream_lines(tokenizer: Tokenizer, blocks: Iterable[bytes], out: BinaryIO, policy, block_size: int,
+                  first_line: int = 1) -> int:
     """``jsonl`` in one process, in memory bounded by the block size whatever the line length.
 
     Lines are those of ``bytes.splitlines`` over the whole input (ends: ``\\n``,
     ``\\r\\n``, ``\\r``).  Lines that end within a block are formatted together as
     before (:func:`_format_lines`); a line still open after a whole block goes to a
-    :class:`_LongLine`, which streams it through an incremental encoder.
+    :class:`_LongLine`, which streams it through an incremental encoder.  Messages
+    number the lines from ``first_line``; returns the number of lines.
     """
-    line_no = 0
+    line_no = 0  # lines written
     tail = b""  # the start of the line in progress (shorter than a block)
     long: _LongLine | None = None
     skip_lf = False  # the last line ended with a \r at the end of a block: a \n next belongs to it
@@ -216,11 +247,11 @@ def _stream_lines(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, policy,
     def emit(lines: list[bytes]) -> None:
         nonlocal line_no
         if lines:
-            out.write(_format_lines(tokenizer, lines, policy, line_no + 1))
+            out.write(_format_lines(tokenizer, lines, policy, first_line + line_no))
             out.flush()
             line_no += len(lines)
 
-    for block in _blocks(stream, block_size):
+    for block in blocks:
         if skip_lf:
             skip_lf = False
             block = block[1:] if block[:1] == b"\n" else block
@@ -252,7 +283,7 @@ def _stream_lines(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, policy,
                 skip_lf = cr == len(tail) - 1
                 tail = tail[cr + 1 :]
             if tail:
-                long = _LongLine(tokenizer, out, policy, line_no + 1)
+                long = _LongLine(tokenizer, out, policy, first_line + line_no)
                 long.feed(tail)
                 tail = b""
     if long is not None:
@@ -261,6 +292,7 @@ def _stream_lines(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, policy,
     if tail:
         emit(tail.splitlines())
     out.flush()
+    return line_no
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
