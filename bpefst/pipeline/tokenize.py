@@ -146,6 +146,7 @@ def tokenize_stream(tokenizer: Tokenizer, stream: BinaryIO, out: BinaryIO, fmt: 
         raise BpefstError(f"unknown output format {fmt!r}")
     decoder = _Decoder(tokenizer.model.is_byte_level)
     incremental = _encoder.IncrementalEncoder(tokenizer, *policy)
+    incremental.sink = writer.write_ids  # the ids of a long run of whitespace as they come
     for block in _blocks(stream, min(block_size, STREAM_BLOCK)):
         ids = incremental.feed(decoder.decode(block))
         if ids:
@@ -180,6 +181,7 @@ class _LongLine:
     def __init__(self, tokenizer: Tokenizer, out: BinaryIO, policy, number: int):
         self.out, self.number = out, number
         self.encoder = _encoder.IncrementalEncoder(tokenizer, *policy)
+        self.encoder.sink = self._write
         self.decoder = _Decoder(tokenizer.model.is_byte_level)
         self.started = False
         out.write(b"[")
@@ -190,6 +192,9 @@ class _LongLine:
             ids = self.encoder.feed(text) + (self.encoder.finish() if final else [])
         except BpefstError as exc:
             raise BpefstError(f"line {self.number}: {exc}") from None
+        self._write(ids)
+
+    def _write(self, ids: list[int]) -> None:
         if ids:
             self.out.write(((", " if self.started else "") + ", ".join(map(str, ids))).encode("ascii"))
             self.started = True
