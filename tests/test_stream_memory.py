@@ -331,3 +331,25 @@ def test_tokenize_command_peak_memory_with_spaces_after_a_line_break(tmp_path, t
     assert peak_mb < 150, peak_mb
     ids = [i for arr in msgpack.Unpacker(open(tmp_path / "out.msgpack", "rb"), max_array_len=1 << 30) for i in arr]
     assert ids == Tokenizer(model).encode(data.decode())
+
+
+def test_held_run_gives_back_the_text_it_counted() -> None:
+    """HeldRun against the text itself: random whitespace (runs of one character and mixes,
+    no line breaks) added in random pieces comes back whole from ``pieces`` (each at most
+    ``size``) and ``tail``; what follows the first other character is kept in ``after``."""
+    from bpefst.pipeline.held_runs import HeldRun
+
+    rng = random.Random(7)
+    for _ in range(300):
+        text = "".join(rng.choice([" ", "\t", "\u00a0", "\u3000"]) * rng.choice([1, 2, 5, 40]) for _ in range(rng.randint(1, 12)))
+        rest = rng.choice(["", "b", "\n ", "\r\n", "<|e"])
+        run, at = HeldRun(), 0
+        while at < len(text + rest):
+            step = rng.randint(1, 9)
+            run.add((text + rest)[at : at + step])
+            at += step
+        size = rng.randint(1, 30)
+        pieces = list(run.pieces(size))
+        assert "".join(pieces) == text and run.length == len(text) and run.after == rest
+        assert all(0 < len(p) <= size for p in pieces) and all(len(p) == size for p in pieces[:-1])
+        assert run.tail(size) == text[-size:]

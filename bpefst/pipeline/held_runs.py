@@ -39,11 +39,12 @@ none) is held once it is long.
 from __future__ import annotations
 
 from array import array
+from functools import lru_cache
 from typing import Iterator
 
 import regex
 
-_RUN = regex.compile(r"([^\S\r\n])\1*")  # a run of one whitespace character that is not a line break
+_SPACE = regex.compile(r"[^\S\r\n]")  # whitespace that is not a line break
 _NON_SPACE = regex.compile(r"\S")
 _LAST_LINE_BREAK = regex.compile(r"(?r)[\r\n]")
 _KINDS = ("cl100k", "o200k")  # the patterns whose line-break chunks behave as described above
@@ -53,9 +54,12 @@ def held_start(text: str, kind: str | None, least: int) -> int | None:
     """Where to start holding ``text``: after its last line break, if ``text`` is all whitespace
     and at least ``least`` characters follow that line break; else None.
 
-    ``text`` must start a chunk (the encoder's buffer after its decided text, or
-    the overlap of a whitespace chunk in progress): all whitespace, its chunk
-    reaches the last line break and goes on with the rest or stops there.
+    ``text`` starts a chunk, or lies inside a chunk in progress (the encoder's
+    buffer after its decided matches, or that of a long chunk, which starts
+    with an overlap of fed text).  All whitespace and holding a line break, that
+    chunk reaches the last line break (``\\s*[\\r\\n]`` ends at the last line
+    break of a whitespace run, ``\\s++$`` at its end) and takes either all of
+    the whitespace after it or none (:func:`joins_line_break`).
     """
     if kind not in _KINDS or len(text) < least + 1 or _NON_SPACE.search(text) is not None:
         return None
@@ -74,6 +78,12 @@ def joins_line_break(kind: str, after: str) -> bool:
     if not after:
         return kind == "cl100k"  # \s++$; o200k has no such alternative
     return after in "\r\n"
+
+
+@lru_cache(maxsize=64)
+def _run_of(char: str) -> regex.Pattern:
+    # "c+" runs in constant memory; "(\s)\1*" would keep about 100 bytes per character
+    return regex.compile(regex.escape(char) + "+")
 
 
 class HeldRun:
@@ -96,9 +106,11 @@ class HeldRun:
             self.after += text
             return
         at = 0
-        while (run := _RUN.match(text, at)) is not None:
-            self._count(run.group(1), run.end() - at)
-            at = run.end()
+        while _SPACE.match(text, at) is not None:
+            char = text[at]
+            stop = _run_of(char).match(text, at).end()
+            self._count(char, stop - at)
+            at = stop
         self.after = text[at:]
 
     def _count(self, char: str, count: int) -> None:
