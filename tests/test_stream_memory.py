@@ -353,3 +353,25 @@ def test_held_run_gives_back_the_text_it_counted() -> None:
         assert "".join(pieces) == text and run.length == len(text) and run.after == rest
         assert all(0 < len(p) <= size for p in pieces) and all(len(p) == size for p in pieces[:-1])
         assert run.tail(size) == text[-size:]
+
+
+@pytest.mark.parametrize("fmt", ["ids", "msgpack"])
+def test_ids_of_released_whitespace_reach_the_writer_in_order(fmt: str, monkeypatch) -> None:
+    """``tokenize_stream`` hands the ids of a released run to its writer in batches (the
+    encoder's ``sink``) between the ids returned by ``feed``: with limits and batches of a
+    few, in both output formats, the output is the reference encoder's ids, in order."""
+    from bpefst.pipeline import incremental
+
+    model = random_byte_model(8, alphabet=b"ab !\n", num_merges=20, pattern=PRESETS["cl100k"])
+    monkeypatch.setattr(IncrementalEncoder, "long_text", 16)
+    monkeypatch.setattr(IncrementalEncoder, "long_chunk", 4)
+    monkeypatch.setattr(IncrementalEncoder, "held_piece", 3)
+    monkeypatch.setattr(incremental, "SPILL", 5)
+    for text in ("ab\n" + " " * 300 + "b a", "a!\n" + " " * 200 + "\n\n" + " " * 100 + "ab", "b\n" + " " * 250):
+        out = io.BytesIO()
+        tokenize_stream(Tokenizer(model), io.BytesIO(text.encode()), out, fmt, set(), set(), block_size=7)
+        if fmt == "ids":
+            got = [int(i) for i in out.getvalue().split()]
+        else:
+            got = [i for arr in msgpack.Unpacker(io.BytesIO(out.getvalue())) for i in arr]
+        assert got == ReferenceEncoder(model).encode(text), text[:4]

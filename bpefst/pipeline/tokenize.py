@@ -181,7 +181,6 @@ class _LongLine:
     def __init__(self, tokenizer: Tokenizer, out: BinaryIO, policy, number: int):
         self.out, self.number = out, number
         self.encoder = _encoder.IncrementalEncoder(tokenizer, *policy)
-        self.encoder.sink = self._write
         self.decoder = _Decoder(tokenizer.model.is_byte_level)
         self.started = False
         out.write(b"[")
@@ -192,9 +191,6 @@ class _LongLine:
             ids = self.encoder.feed(text) + (self.encoder.finish() if final else [])
         except BpefstError as exc:
             raise BpefstError(f"line {self.number}: {exc}") from None
-        self._write(ids)
-
-    def _write(self, ids: list[int]) -> None:
         if ids:
             self.out.write(((", " if self.started else "") + ", ".join(map(str, ids))).encode("ascii"))
             self.started = True
