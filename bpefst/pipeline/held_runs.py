@@ -15,11 +15,13 @@ spaces, the chunk of the line break
   (``\\s+(?!\\S)``, then the last space before a word goes with the word).
 
 :func:`joins_line_break` states these rules.  None of them applies before the
-run ends, and no token can be written before then either: the two outcomes
-differ from the first token (cl100k has tokens made of ``"\\n"`` and spaces),
-and tokens are written in order.  So the run itself must be remembered; but not
-as text.  :class:`HeldRun` keeps it as (character, count) pairs, twelve bytes
-for a run of one character whatever its length.  When the run ends, the
+run ends, and no token can be written before then either: the outcomes differ
+from the first token (``"\\n"``, twenty spaces and ``"\\n"`` is one token of
+cl100k and of o200k), and tokens are written in order (encoding both outcomes
+meanwhile would only keep two lists of tokens that grow with the run).  So the
+run itself must be remembered; but not as text.  :class:`HeldRun` keeps it as
+(character, count) pairs, twelve bytes for a run of one character whatever its
+length.  When the run ends, the
 encoder applies the rule and regenerates the run in pieces
 (:meth:`HeldRun.pieces`): into the long chunk of the line break
 (:class:`~.long_chunks.LongChunk`), or as ordinary text, which the encoder
@@ -27,8 +29,8 @@ streams as one long chunk of whitespace without a line break (its end is
 settled by :func:`~.long_chunks.settled_end`).
 
 Whitespace mixed in short runs (``" \\t \\t"``) costs twelve bytes per run,
-about what the text would: every token written later depends on all of it, so
-nothing much smaller can be held.
+about what the text would: every token written later depends on all of it,
+and an arbitrary mix has no much shorter description.
 
 Where the held whitespace begins (:func:`held_start`): the encoder's text is a
 whitespace chunk in progress that holds a line break; the whitespace after its
