@@ -21,9 +21,8 @@ cl100k and of o200k), and tokens are written in order (encoding both outcomes
 meanwhile would only keep two lists of tokens that grow with the run).  So the
 run itself must be remembered; but not as text.  :class:`HeldRun` keeps it as
 (character, count) pairs, twelve bytes for a run of one character whatever its
-length.  When the run ends, the
-encoder applies the rule and regenerates the run in pieces
-(:meth:`HeldRun.pieces`): into the long chunk of the line break
+length.  When the run ends, the encoder applies the rule and regenerates the
+run in pieces (:meth:`HeldRun.pieces`): into the long chunk of the line break
 (:class:`~.long_chunks.LongChunk`), or as ordinary text, which the encoder
 streams as one long chunk of whitespace without a line break (its end is
 settled by :func:`~.long_chunks.settled_end`).
