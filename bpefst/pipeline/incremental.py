@@ -59,10 +59,10 @@ class IncrementalEncoder:
     equals ``encode`` of the concatenated text; see the module docstring for
     what is held meanwhile.
 
-    Whitespace held as counts (4. in the module docstring) can be gigabytes long, and so can
-    the ids of the one call that ends it.  With ``sink`` set, those ids go to
-    it in batches as they are decided, before the call returns the rest; the
-    order is kept.
+    Whitespace held as counts (4. in the module docstring) can be gigabytes
+    long, and so can the ids of the one call that ends it.  With ``sink`` set,
+    those ids go to it in batches as they are decided, before the call returns
+    the rest; the order is kept.
     """
 
     sink: Callable[[list[int]], None] | None = None
