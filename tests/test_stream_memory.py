@@ -341,7 +341,8 @@ def test_held_run_gives_back_the_text_it_counted() -> None:
 
     rng = random.Random(7)
     for _ in range(300):
-        text = "".join(rng.choice([" ", "\t", "\u00a0", "\u3000"]) * rng.choice([1, 2, 5, 40]) for _ in range(rng.randint(1, 12)))
+        runs = rng.randint(1, 12)
+        text = "".join(rng.choice([" ", "\t", "\u00a0", "\u3000"]) * rng.choice([1, 2, 5, 40]) for _ in range(runs))
         rest = rng.choice(["", "b", "\n ", "\r\n", "<|e"])
         run, at = HeldRun(), 0
         while at < len(text + rest):
