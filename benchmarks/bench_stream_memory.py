@@ -10,13 +10,16 @@ Usage::
 Issue 16 (item 11) asks for a peak resident memory of at most 200 MB on each of:
 50 MB of prose on a single line (cl100k), 50 MB of spaces (GPT-2 and cl100k), 50 MB
 of one letter, 1 GB of ordinary text -- with the ids identical to tiktoken's / HF's.
+The ``break-*`` cases are a line break followed by that many spaces (cl100k and
+o200k decide the line break's chunk only where the spaces end): then ``b``, a line
+break and ``b``, the end of the input, or tabs and spaces (``\r\n`` first) and ``b``.
 
 Each case writes its input file, runs ``python -m bpefst tokenize TOKENIZER FILE
 --format msgpack -o OUT`` under ``/usr/bin/time -v`` (the figure is its "Maximum
 resident set size") and then checks OUT against an independent encoder in this
 process (its memory is not measured):
 
-* cl100k: tiktoken built offline from the shared rank file, on the whole input;
+* cl100k, o200k: tiktoken built offline from the shared rank file, on the whole input;
   for the 1 GB case on blocks of whole lines cut before a line that starts with a
   non-space (the cl100k pattern never matches across a line break followed by a
   non-space: ``\\s*[\\r\\n]`` ends at the break, the other alternatives stop at it);
@@ -59,9 +62,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 CL100K = SHARED / "tiktoken" / "cl100k_base.tiktoken.gz"
+O200K = SHARED / "tiktoken" / "o200k_base.tiktoken.gz"
 GPT2 = SHARED / "gpt2" / "vocab.json"
 CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+PATTERNS = {"cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "gpt2": GPT2_PATTERN}
+TOKENIZERS = {"cl100k": CL100K, "o200k": O200K, "gpt2": GPT2}
 LIMIT_MB = 200
 os.environ.setdefault("RUST_BACKTRACE", "0")  # tiktoken's stack overflow (see oracle_encode) prints one line, not a trace
 WRITE_BLOCK = 1 << 22
@@ -74,19 +85,34 @@ def _corpus(name: str) -> bytes:
 def _write_repeated(path: Path, unit: bytes, size: int) -> None:
     """``unit`` (whole UTF-8 characters) repeated to about ``size`` bytes, ending on a whole character."""
     with open(path, "wb") as out:
-        written = 0
-        while written < size:
-            piece = unit[: size - written]
-            if len(piece) < len(unit):
-                piece = piece.decode("utf-8", errors="ignore").encode()  # drops only a cut last character
-            out.write(piece)
-            written += len(piece)
-            if not piece:
-                break
+        _write_repeated_to(out, unit, size)
+
+
+def _write_repeated_to(out, unit: bytes, size: int) -> None:
+    written = 0
+    while written < size:
+        piece = unit[: size - written]
+        if len(piece) < len(unit):
+            piece = piece.decode("utf-8", errors="ignore").encode()  # drops only a cut last character
+        out.write(piece)
+        written += len(piece)
+        if not piece:
+            break
+
+
+# a line break, spaces to the size, and what ends them
+BREAK_SPACES = {"break-spaces": (b"a\n", b" ", b"b"), "break-spaces-break": (b"a\n", b" ", b"\nb"),
+                "break-spaces-end": (b"a\n", b" ", b""), "crlf-tabs-spaces": (b"a\r\n" + b"\t" * 1000, b" ", b"\t\tb")}
 
 
 def make_input(kind: str, path: Path, size: int) -> None:
-    if kind == "prose-line":
+    if kind in BREAK_SPACES:
+        head, unit, tail = BREAK_SPACES[kind]
+        with open(path, "wb") as out:
+            out.write(head)
+            _write_repeated_to(out, unit * WRITE_BLOCK, size - len(head) - len(tail))
+            out.write(tail)
+    elif kind == "prose-line":
         text = _corpus("pydocs").replace(b"\r", b" ").replace(b"\n", b" ")
         _write_repeated(path, text, size)
     elif kind == "spaces":
@@ -146,14 +172,15 @@ def same_ids(first: Path, second: Path) -> bool:
     return all(a == b for a, b in itertools.zip_longest(our_ids(first), our_ids(second)))
 
 
-def tiktoken_cl100k():
+def tiktoken_from_ranks(name: str):
+    """tiktoken built offline from the shared rank file of ``cl100k`` or ``o200k`` and its published pattern."""
     import tiktoken
 
     ranks = {}
-    for line in gzip.open(CL100K).read().splitlines():
+    for line in gzip.open(TOKENIZERS[name]).read().splitlines():
         token, rank = line.split()
         ranks[base64.b64decode(token)] = int(rank)
-    return tiktoken.Encoding("cl100k_base", pat_str=CL100K_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    return tiktoken.Encoding(f"{name}_base", pat_str=PATTERNS[name], mergeable_ranks=ranks, special_tokens={})
 
 
 def tiktoken_gpt2():
@@ -236,7 +263,7 @@ def check_ids(encoder, pattern: str, path: Path, out: Path, whole: bool) -> tupl
     got = our_ids(out)
     count = 0
     how = set()
-    blocks = [path.read_text(encoding="utf-8")] if whole else line_blocks(path)
+    blocks = [path.read_bytes().decode("utf-8")] if whole else line_blocks(path)  # keeps \r\n as it is
     for text in blocks:
         expected, used = oracle_encode(encoder, pattern, text)
         how.add(used)
@@ -255,6 +282,12 @@ CASES = {
     "letter-cl100k": ("letter", "cl100k", "size"),
     "letter-gpt2": ("letter", "gpt2", "size"),
     "normal-1g-cl100k": ("normal", "cl100k", "big"),
+    "break-spaces-cl100k": ("break-spaces", "cl100k", "size"),
+    "break-spaces-break-cl100k": ("break-spaces-break", "cl100k", "size"),
+    "break-spaces-end-cl100k": ("break-spaces-end", "cl100k", "size"),
+    "crlf-tabs-spaces-cl100k": ("crlf-tabs-spaces", "cl100k", "size"),
+    "break-spaces-o200k": ("break-spaces", "o200k", "size"),
+    "break-spaces-end-o200k": ("break-spaces-end", "o200k", "size"),
 }
 
 
@@ -283,11 +316,11 @@ def main() -> None:
         if not path.exists() or path.stat().st_size < size - 4:
             make_input(kind, path, size)
         out = work / f"{name}.msgpack"
-        peak, tree, seconds = run_tokenize(CL100K if tokenizer == "cl100k" else GPT2, path, out)
+        peak, tree, seconds = run_tokenize(TOKENIZERS[tokenizer], path, out)
         verdict = "not checked"
         if args.jobs > 1:
             out_jobs = work / f"{name}-jobs.msgpack"
-            peak_jobs, tree_jobs, seconds_jobs = run_tokenize(CL100K if tokenizer == "cl100k" else GPT2, path, out_jobs, args.jobs)
+            peak_jobs, tree_jobs, seconds_jobs = run_tokenize(TOKENIZERS[tokenizer], path, out_jobs, args.jobs)
             same = "same ids" if same_ids(out, out_jobs) else "DIFFERENT ids"
             print(f"{name} --jobs {args.jobs}: max RSS {peak_jobs:.0f} MB, process tree {tree_jobs:.0f} MB, "
                   f"{seconds_jobs:.1f} s, {same} as --jobs 1 (max RSS {peak:.0f} MB, tree {tree:.0f} MB, {seconds:.1f} s)",
@@ -297,8 +330,8 @@ def main() -> None:
             out_jobs.unlink()
         if not args.no_oracle:
             if tokenizer not in oracles:
-                oracles[tokenizer] = tiktoken_cl100k() if tokenizer == "cl100k" else tiktoken_gpt2()
-            pattern = CL100K_PATTERN if tokenizer == "cl100k" else GPT2_PATTERN
+                oracles[tokenizer] = tiktoken_gpt2() if tokenizer == "gpt2" else tiktoken_from_ranks(tokenizer)
+            pattern = PATTERNS[tokenizer]
             if tokenizer == "gpt2":  # the tiktoken stand-in must agree with HF first
                 with open(path, "rb") as f:
                     sample = f.read(1 << 20).decode("utf-8", errors="ignore")

@@ -14,7 +14,12 @@ it can be cut without changing its tokenization.  In order of cost:
 3. when what is left is one chunk in progress, at least :data:`LONG_CHUNK`
    characters of which surely belong to it (a run of spaces or of one letter),
    that chunk is streamed through the transducer (:mod:`.long_chunks`) and the
-   encoder holds only the text after what was fed.
+   encoder holds only the text after what was fed;
+4. with cl100k / o200k, when the text is whitespace after a line break and
+   more than :data:`LONG_CHUNK` characters of it follow the last line break,
+   whether they join the line break's chunk is decided only where the
+   whitespace ends: they are held as counts (:mod:`.held_runs`) until then, and
+   regenerated in pieces into the right chunks.
 
 Special tokens (allowed or disallowed) are never cut through: cuts keep the
 longest special's length minus one characters back, cuts that would split an
@@ -22,20 +27,20 @@ occurrence are skipped, and a long chunk ends where a special starts.
 
 Gaps, where the text is still held whole: patterns other than the GPT-2,
 cl100k and o200k presets (line cuts only), character-level models and models
-without all 256 byte tokens (no long chunks), and with cl100k / o200k a
-whitespace run that continues with more than :data:`LONG_CHUNK` spaces after a
-line break: whether the spaces join the line break's chunk depends on whether
-another line break follows, so they are held as text (about 3.5 bytes of peak
-memory per space: ``"a\\n"`` and 20 MB of spaces take 208 MB with cl100k).
+without all 256 byte tokens (no long chunks), and whitespace after a line
+break (4.) when an active special token contains whitespace (it could start
+inside the run); whitespace mixed in short runs is held at about twelve bytes
+per run of one character.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..tokenizer.pretokenize import compile_pattern, specials_regex
 from ..tokenizer.safe_cuts import decided_end, decided_matches, inline_cut, inline_kind, safe_cut
+from .held_runs import HeldRun, held_start, joins_line_break
 from .long_chunks import OVERLAP, LongChunk, overlap_start, settled_end
 
 if TYPE_CHECKING:
@@ -43,6 +48,8 @@ if TYPE_CHECKING:
 
 LONG_TEXT = 1 << 18  # characters held without a cheap cut before the matches are examined
 LONG_CHUNK = 1 << 16  # settled characters from which a chunk in progress is streamed
+HELD_PIECE = 1 << 16  # characters of held whitespace regenerated at a time
+SPILL = 1 << 14  # ids handed to the sink at a time while held whitespace is regenerated
 
 
 class IncrementalEncoder:
@@ -51,10 +58,18 @@ class IncrementalEncoder:
     ``finish()`` returns the rest.  The concatenation of all returned lists
     equals ``encode`` of the concatenated text; see the module docstring for
     what is held meanwhile.
+
+    Whitespace held as counts (4. in the module docstring) can be gigabytes
+    long, and so can the ids of the one call that ends it.  With ``sink`` set,
+    those ids go to it in batches as they are decided, before the call returns
+    the rest; the order is kept.
     """
+
+    sink: Callable[[list[int]], None] | None = None
 
     long_text = LONG_TEXT
     long_chunk = LONG_CHUNK
+    held_piece = HELD_PIECE
 
     def __init__(self, tokenizer: "Tokenizer", allowed: frozenset, disallowed: frozenset):
         self.tokenizer = tokenizer
@@ -71,13 +86,14 @@ class IncrementalEncoder:
         self._examined = 0  # buffer length at the last look at its matches (see _long_text)
         self._chunk: LongChunk | None = None
         self._fed = 0  # with a chunk in progress: buffer[:_fed] was fed to it already (the overlap)
+        self._held: HeldRun | None = None  # whitespace after the buffer, its chunk undecided (see _hold)
 
     # -- the public interface ------------------------------------------------------------
 
     def feed(self, text: str) -> list[int]:
         if not text:
             return []
-        self._buffer = self._buffer + text if self._buffer else text
+        self.push(text)
         out: list[int] = []
         self._advance(out, final=False)
         return out
@@ -89,7 +105,8 @@ class IncrementalEncoder:
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        """Characters held as text (held whitespace runs are counts, not text)."""
+        return len(self._buffer) + (len(self._held.after) if self._held is not None else 0)
 
     def take(self) -> tuple[str, int]:
         """Hand over the text before the last line cut without encoding it: ``(text, char offset)``."""
@@ -106,12 +123,17 @@ class IncrementalEncoder:
 
     def push(self, text: str) -> None:
         """Append text without encoding anything (see :meth:`take`)."""
-        self._buffer += text
+        if self._held is not None:
+            self._held.add(text)
+        else:
+            self._buffer = self._buffer + text if self._buffer else text
 
     # -- the machinery ---------------------------------------------------------------------
 
     def _advance(self, out: list[int], final: bool) -> None:
         while True:
+            if self._held is not None and not self._release(out, final):
+                return  # the held whitespace has not ended yet
             if self._chunk is not None:
                 if not self._continue_chunk(out, final):
                     return
@@ -137,7 +159,7 @@ class IncrementalEncoder:
 
     def _limit(self) -> int:
         """Cuts end at or before this: a special starting later might not be complete yet."""
-        return len(self._buffer) - self._keep
+        return max(len(self._buffer) - self._keep, 0)  # not negative: a slice would count from the end
 
     def _cheap_cut(self) -> int | None:
         buffer = self._buffer
@@ -176,8 +198,9 @@ class IncrementalEncoder:
                 self._emit(last.end(), out)
         self._emit_decided(out)
         self._examined = len(self._buffer)
-        if len(self._buffer) < self.long_text or not self._can_stream():
+        if not self._can_stream():  # (what is left may be shorter than long_text: it is one chunk, look at it)
             return False
+        self._hold()
         buffer = self._buffer
         match = self._pattern.match(buffer)
         settled = min(settled_end(self.kind, buffer, match), self._limit()) if match is not None else 0
@@ -230,6 +253,8 @@ class IncrementalEncoder:
                 segment, ended = buffer[: special.start()], True
             elif not final:  # the end may be the start of a special not complete yet: it would end
                 segment = buffer[: self._limit()]  # the segment there, and so the chunk differently
+                if len(segment) <= self._fed:
+                    return False  # nothing new before that margin
         match = self._pattern.match(segment)
         if match is None:  # the presets match every character
             raise RuntimeError("long chunk: the pattern does not match the text after it")
@@ -244,8 +269,89 @@ class IncrementalEncoder:
             self._offset += stop
             self._scanned = self._examined = 0
             return True
+        if self._hold():
+            return False
         settled = min(settled_end(self.kind, segment, match), self._limit())
         keep = overlap_start(buffer, max(settled - OVERLAP, self._fed), settled)
         if settled - self._fed >= OVERLAP and keep is not None:
             self._feed_chunk(settled, keep, out)
         return False
+
+    # -- whitespace after a line break, held as counts (see .held_runs) ---------------------
+
+    @cached_property
+    def _can_hold(self) -> bool:
+        # a special token with whitespace in it could start inside the held run
+        return bool(self._can_stream()) and not any(ch.isspace() for special in self._active for ch in special)
+
+    def _hold(self) -> bool:
+        """Hold the whitespace after the buffer's last line break, when long and undecided; True if so.
+
+        The buffer starts a chunk (or a whitespace chunk in progress); see :func:`.held_runs.held_start`.
+        """
+        start = held_start(self._buffer, self.kind, self.long_chunk) if self._can_hold else None
+        if start is None:
+            return False
+        self._held = HeldRun()
+        self._held.add(self._buffer[start:])
+        self._buffer = self._buffer[:start]
+        self._scanned = self._examined = 0
+        return True
+
+    def _release(self, out: list[int], final: bool) -> bool:
+        """Once the held whitespace has ended, put it in its chunks; True when it has (False: still held)."""
+        held = self._held
+        after = held.after
+        special = self._special_at(after, final)
+        if special is None or (not after and not final):
+            return False
+        self._held = None
+        if joins_line_break(self.kind, "" if special else after[:1]):
+            self._join_chunk(held, out)
+        else:
+            self._end_chunk(held, out)
+        self._buffer += after
+        self._scanned = self._examined = 0
+        return True
+
+    def _special_at(self, text: str, final: bool) -> bool | None:
+        """Does a special token start ``text``?  None while its start may still become one."""
+        if self._specials is None or not text:
+            return False
+        if self._specials.match(text) is not None:
+            return True
+        if not final and any(len(s) > len(text) and s.startswith(text) for s in self._active):
+            return None
+        return False
+
+    def _join_chunk(self, held: HeldRun, out: list[int]) -> None:
+        """The held whitespace belongs to the buffer's chunk: feed both to it, keep an overlap of the run."""
+        if self._chunk is None:  # the buffer is that chunk's start (see _hold)
+            self._chunk, self._fed = LongChunk(self.tokenizer.transducer), 0
+        out.extend(self._chunk.feed(self._buffer[self._fed :]))
+        for piece in held.pieces(self.held_piece):
+            out.extend(self._chunk.feed(piece))
+            self._spill(out)
+        overlap = held.tail(OVERLAP)  # matched again with the text after it (see .long_chunks)
+        self._offset += len(self._buffer) + held.length - len(overlap)
+        self._buffer, self._fed = overlap, len(overlap)
+
+    def _end_chunk(self, held: HeldRun, out: list[int]) -> None:
+        """The buffer's chunk ends at its line break: tokenize it, then the whitespace as new text."""
+        if self._chunk is not None:
+            out.extend(self._chunk.feed(self._buffer[self._fed :]))
+            out.extend(self._chunk.finish())
+            self._chunk, self._fed = None, 0
+            self._offset += len(self._buffer)
+            self._buffer = ""
+        else:  # the buffer ends where its last chunk ends: it tokenizes as it would in the whole text
+            self._emit(len(self._buffer), out)
+        for piece in held.pieces(self.held_piece):  # no line break in it: streamed as a long chunk
+            self._buffer += piece
+            self._advance(out, final=False)
+            self._spill(out)
+
+    def _spill(self, out: list[int]) -> None:
+        if self.sink is not None and len(out) >= SPILL:
+            self.sink(out[:])
+            out.clear()

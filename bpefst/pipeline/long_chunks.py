@@ -24,8 +24,8 @@ surely covers whatever follows:
 * a whitespace run: GPT-2's ``\\s+(?!\\S)`` gives all but its last character
   to the chunk; cl100k's ``\\s*[\\r\\n]`` and o200k's ``\\s*[\\r\\n]+`` end the
   chunk at the run's *last* line break, so beyond a line break only the text up
-  to it is settled (a run of spaces after a line break, longer than the limit,
-  is held: see the gaps in the module of the encoder).
+  to it is settled (whitespace after the last line break, longer than the
+  limit, is held as counts until it ends: :mod:`.held_runs`).
 
 The rest of the chunk is found by matching the pattern again on the unfed text
 preceded by a few already fed characters of the same class (the *overlap*): in

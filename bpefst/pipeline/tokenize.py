@@ -173,6 +173,7 @@ def stream_ids(tokenizer: Tokenizer, blocks: Iterable[bytes], emit: Callable[[li
     """
     decoder = _Decoder(tokenizer.model.is_byte_level, first_byte)
     incremental = _encoder.IncrementalEncoder(tokenizer, *policy)
+    incremental.sink = emit  # the ids of a long run of whitespace as they come
     chars = 0
     for block in blocks:
         text = decoder.decode(block)
