@@ -12,7 +12,7 @@ Issue 16 (item 11) asks for a peak resident memory of at most 200 MB on each of:
 of one letter, 1 GB of ordinary text -- with the ids identical to tiktoken's / HF's.
 The ``break-*`` cases are a line break followed by that many spaces (cl100k and
 o200k decide the line break's chunk only where the spaces end): then ``b``, a line
-break and ``b``, the end of the input, or tabs and spaces (``\r\n`` first) and ``b``.
+break and ``b``, the end of the input, or tabs and spaces (``\\r\\n`` first) and ``b``.
 
 Each case writes its input file, runs ``python -m bpefst tokenize TOKENIZER FILE
 --format msgpack -o OUT`` under ``/usr/bin/time -v`` (the figure is its "Maximum
