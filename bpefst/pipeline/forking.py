@@ -217,6 +217,15 @@ def map_ordered(handler: Callable[[bytes], bytes], source, jobs: int, per_worker
             worker.stop()
 
 
+def close_quietly(*fds: int) -> None:
+    """Close file descriptors, ignoring those already closed (cleanup paths run after errors)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 class _Worker:
     def __init__(self, pid: int, task_fd: int, result_fd: int):
         self.pid, self.task_fd, self.result_fd = pid, task_fd, result_fd
@@ -225,11 +234,7 @@ class _Worker:
         self.incoming = bytearray()
 
     def stop(self) -> None:
-        for fd in (self.task_fd, self.result_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.task_fd, self.result_fd)
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -54,7 +54,7 @@ from ..errors import BpefstError, DisallowedSpecialError
 from ..tokenizer.reference import decode_input
 from ..tokenizer.safe_cuts import _WS
 from .encoder import Tokenizer
-from .forking import TaskSource, map_ordered
+from .forking import TaskSource, close_quietly, map_ordered
 from .tokenize import STREAM_BLOCK, _stream_lines, _split_lines, format_ids, stream_ids
 
 PIECE_BYTES = 1 << 20  # a few hundred milliseconds of work: hand-over costs vanish, the last piece's wait is short
@@ -219,11 +219,7 @@ class PieceReader(TaskSource):
             pass  # a full wake-up pipe wakes the parent all the same
 
     def close(self) -> None:
-        for fd in (self.wake_fd, self._wake_write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.wake_fd, self._wake_write)
 
 
 def piece_handler(tokenizer: Tokenizer, fmt: str, allowed: frozenset, disallowed: frozenset) -> Callable[[bytes], bytes]:
