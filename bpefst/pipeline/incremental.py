@@ -108,21 +108,8 @@ class IncrementalEncoder:
         """Characters held as text (held whitespace runs are counts, not text)."""
         return len(self._buffer) + (len(self._held.after) if self._held is not None else 0)
 
-    def take(self) -> tuple[str, int]:
-        """Hand over the text before the last line cut without encoding it: ``(text, char offset)``."""
-        buffer = self._buffer
-        cut = safe_cut(buffer, self.rule, max(self._scanned, 1), len(buffer))
-        if cut is None:
-            self._scanned = max(len(buffer) - 1, 0)
-            return "", self._offset
-        head, self._buffer = buffer[:cut], buffer[cut:]
-        offset = self._offset
-        self._offset += cut
-        self._scanned = 0
-        return head, offset
-
     def push(self, text: str) -> None:
-        """Append text without encoding anything (see :meth:`take`)."""
+        """Append text without encoding anything (to held whitespace while it lasts)."""
         if self._held is not None:
             self._held.add(text)
         else:
