@@ -4,6 +4,12 @@
 (split off special tokens, cut the rest with the pre-tokenization regex, BPE each
 chunk, concatenate), with the parts that matter for speed and for worst cases:
 
+* the compiled core (:mod:`bpefst.native`, C in ``src/core``) where it is built
+  and the model is byte-level: it pre-tokenizes the preset patterns itself,
+  keeps its own bounded chunk cache and runs BPE on a miss, for a whole text
+  per call, without the GIL for batches; for other patterns it runs the BPE of
+  each cache miss.  Everything below is the pure-Python twin, the reference
+  the compiled path is tested against and the path taken without a compiler;
 * a bounded dictionary cache ``chunk -> ids`` in front of everything (real text
   repeats its chunks; the hot loop is ``findall`` + a dictionary lookup + a list
   extend);
@@ -35,6 +41,7 @@ from collections import deque
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
+from .. import native
 from ..errors import BpefstError
 from ..tokenizer import BPEModel, ReferenceEncoder
 from ..tokenizer.packed_bpe import bpe_packed
@@ -92,8 +99,14 @@ class Tokenizer:
     """
 
     def __init__(self, model: BPEModel, transducer: "SubsequentialTransducer | None" = None,
-                 cache_size: int = DEFAULT_CACHE, max_states: int | None = None, name: str = ""):
+                 cache_size: int = DEFAULT_CACHE, max_states: int | None = None, name: str = "",
+                 engine: str | None = None):
+        if engine not in (None, "compiled", "pure"):
+            raise BpefstError(f"engine= takes 'compiled', 'pure' or None (the default engine), not {engine!r}")
+        if engine == "compiled" and native.core is None:
+            raise BpefstError(f"engine='compiled' asked for, but this install runs {native.engine_description()}")
         self.model = model
+        self._engine = engine or native.engine()
         self.name = name
         self.max_states = max_states
         self._given_transducer = transducer
@@ -105,6 +118,24 @@ class Tokenizer:
         self._pool_jobs = 0
 
     # -- tables built on first use ----------------------------------------------------
+
+    @property
+    def engine(self) -> str:
+        """``"compiled"`` when the compiled core encodes for this tokenizer, else ``"pure"``."""
+        return "compiled" if self._native is not None else "pure"
+
+    @cached_property
+    def _native(self):
+        """The compiled core's encoder over this model, or None (pure path, or a model it does not take)."""
+        if self._engine != "compiled" or not native.supports(self.model):
+            return None
+        self.model.check_dense()  # its tables are indexed by id, as the pure path's are
+        return native.native_encoder(self.model)
+
+    @cached_property
+    def _native_scans(self) -> bool:
+        """Whether the compiled core also pre-tokenizes (a preset pattern, or none), so whole texts go to it."""
+        return self._native is not None and native.preset_number(self.model.pattern) is not None
 
     @cached_property
     def reference(self) -> ReferenceEncoder:
@@ -208,7 +239,8 @@ class Tokenizer:
     def __reduce__(self):
         from ..tokenizer.formats.native import model_to_bytes
 
-        return (_unpickle_tokenizer, (model_to_bytes(self.model), self.name, self.cache_size, self.max_states))
+        return (_unpickle_tokenizer, (model_to_bytes(self.model), self.name, self.cache_size, self.max_states,
+                                      self._engine))
 
     def __repr__(self) -> str:
         return f"<bpefst.Tokenizer {self.name or 'unnamed'!r}: {self.model.level}-level BPE, n_vocab={self.n_vocab}>"
@@ -220,7 +252,9 @@ class Tokenizer:
         return self._cache[chunk]
 
     def _miss(self, chunk: str) -> Sequence[int]:
-        if self._byte_codes:
+        if self._native is not None:
+            ids = self._native.bpe_bytes(encode_text(chunk))
+        elif self._byte_codes:
             ids = self._chunk_encoder.encode(chunk)  # see bpefst.bpe.chunk_encoder for the routes
             if ids is None:
                 ids = self.transducer.transduce(encode_text(chunk).decode("latin-1"))
@@ -276,6 +310,13 @@ class Tokenizer:
         strings, and every fresh 4 KB page costs a fault (after a fork for
         ``jobs``, a copy), which made ``jobs=2`` 10-25% slower.
         """
+        if self._native_scans:
+            ids = self._native.encode(text)
+            if ids is not None:  # None: a surrogate, or a chunk too long for the core (the pure path streams it)
+                if out is None:
+                    return ids
+                out += ids
+                return out
         if out is None:
             out = []
         lookup, findall, extend = self._cache.__getitem__, self._findall, out.extend
@@ -323,6 +364,9 @@ class Tokenizer:
         """
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
         if jobs > 1 and len(text) > 1 << 16:
+            if self._native_scans and not allowed:
+                parts = [part for _, part in self.split_for_jobs(text, jobs * PIECES_PER_JOB)]
+                return list(chain.from_iterable(self._encode_batch_native(parts, disallowed, jobs)))
             return self._encode_parallel(text, allowed, disallowed, jobs)
         return self._encode_policy(text, allowed, disallowed)
 
@@ -355,11 +399,23 @@ class Tokenizer:
                      disallowed_special: Iterable[str] | str = "all", jobs: int = 1) -> list[list[int]]:
         """``[encode(t) for t in texts]``, across ``jobs`` forked processes when asked."""
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
+        if self._native_scans and not allowed:
+            return self._encode_batch_native(list(texts), disallowed, jobs)
         if jobs <= 1 or len(texts) < 2 or not fork_available():
             return [self._encode_policy(t, allowed, disallowed) for t in texts]
         pool = self._get_pool(jobs)
         chunk = max(1, len(texts) // (jobs * 8))
         return pool.starmap(_worker_encode_list, [(t, allowed, disallowed, 0) for t in texts], chunksize=chunk)
+
+    def _encode_batch_native(self, texts: list[str], disallowed: frozenset, threads: int) -> list[list[int]]:
+        """Ordinary texts on ``threads`` threads of the compiled core (it releases the GIL)."""
+        for text in texts:
+            check_disallowed(text, disallowed, 0)
+        results = self._native.encode_batch(texts, max(1, threads))
+        for i, ids in enumerate(results):
+            if ids is None:  # declined (a surrogate, a very long chunk): the pure path
+                results[i] = self.encode_plain(texts[i])
+        return results
 
     def encode_iterable(self, texts: Iterable[str], allowed_special: Iterable[str] | str = (),
                         disallowed_special: Iterable[str] | str = "all") -> Iterator[int]:
@@ -559,6 +615,8 @@ class Tokenizer:
 
     def _build_tables(self) -> None:
         """Build now what encoding builds on first use, so that forked processes share it instead of each building it."""
+        if self._native is not None:
+            return
         if self._byte_codes:
             # the transducer only takes the chunks the chunk encoder declines: rare, so it is built
             # where one is met rather than before every fork (0.7 s for cl100k, on one core)
@@ -621,10 +679,12 @@ def tokenizer_name(path: str | os.PathLike) -> str:
     return base.split(".")[0]
 
 
-def _unpickle_tokenizer(model_bytes: bytes, name: str, cache_size: int, max_states: int) -> Tokenizer:
+def _unpickle_tokenizer(model_bytes: bytes, name: str, cache_size: int, max_states: int, engine: str | None = None) -> Tokenizer:
     from ..tokenizer.formats.native import model_from_bytes
 
-    return Tokenizer(model_from_bytes(model_bytes), cache_size=cache_size, max_states=max_states, name=name)
+    if engine == "compiled" and native.core is None:
+        engine = None  # unpickled where the core is not built: the pure path
+    return Tokenizer(model_from_bytes(model_bytes), cache_size=cache_size, max_states=max_states, name=name, engine=engine)
 
 
 # -- workers (fork start method: they inherit the parent's tokenizer) -------------------------
