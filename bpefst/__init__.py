@@ -11,7 +11,9 @@ The Python API, in tiktoken's shape::
   :func:`load_automaton` (:mod:`bpefst.registry`);
 * the tokenizer: :class:`Tokenizer` (:mod:`bpefst.pipeline.encoder`);
 * making things: :func:`train`, :func:`compile`, :func:`promote`
-  (:mod:`bpefst.api`), returning values with ``save(path)``.
+  (:mod:`bpefst.api`), returning values with ``save(path)``;
+* :func:`engine`: ``"compiled"`` when the compiled core runs the hot loops,
+  ``"pure"`` on the pure-Python path (:mod:`bpefst.native`).
 """
 
 __version__ = "0.1.0"
@@ -25,6 +27,7 @@ _LAZY = {
     "get_encoding": ".registry", "list_encoding_names": ".registry", "load": ".registry", "load_automaton": ".registry",
     "compile": ".api", "promote": ".api", "train": ".api",
     "TokenLanguage": ".promotion.token_language",
+    "engine": ".native",
 }
 
 __all__ = ["BpefstError", "DisallowedSpecialError", *_LAZY]

@@ -53,6 +53,13 @@ def engine_description() -> str:
     return _description
 
 
+def engine_for(model: "BPEModel") -> str:
+    """One line: the engine that encodes with ``model`` by default, and why when it is the pure path."""
+    if core is not None and not supports(model):
+        return "pure Python (the compiled core takes byte-level BPE with every byte a token, no ignore_merges)"
+    return engine_description()
+
+
 def preset_number(pattern: str | None) -> int | None:
     """The core's number for a pre-tokenization pattern it scans itself, else None (``regex`` does it)."""
     if core is None:

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from .. import native
 from ..artifact import peek_kind, read_header_and_body, recorded_inputs
 from ..errors import BpefstError
 from ..pipeline.validate import parse_json_ids, parse_words
@@ -33,7 +34,9 @@ def info(tokenizer: str, pattern: str | None, specials: tuple[str, ...], as_json
     if summary is None and is_wordpiece_file(tokenizer):
         summary = load_wordpiece(tokenizer).summary()
     if summary is None:
-        summary = load_model(tokenizer, pattern, specials).summary()
+        model = load_model(tokenizer, pattern, specials)
+        summary = model.summary()
+        summary["engine"] = native.engine_for(model)
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
         return

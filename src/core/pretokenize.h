@@ -65,6 +65,13 @@ static inline size_t run_of_class(const Text *t, size_t i, unsigned mask) {
     return i;
 }
 
+/* \p{N}{1,3}: at most three numbers (looking no further, or a long run of digits would cost its length per chunk) */
+static inline size_t digits_end(const Text *t, size_t i) {
+    size_t end = i + 1;
+    while (end < t->length && end < i + 3 && kind_at(t, end) == KIND_NUMBER) end++;
+    return end;
+}
+
 static inline int is_line_break(uint32_t c) { return c == '\r' || c == '\n'; }
 
 /* The `regex` module's case-insensitive match of an ASCII letter: the letter,
@@ -127,10 +134,7 @@ static size_t cl100k_end(const Text *t, size_t i) {
     if (kind == KIND_LETTER) return run_of_kind(t, i, KIND_LETTER);
     if (kind != KIND_NUMBER && !is_line_break(c) && i + 1 < n && kind_at(t, i + 1) == KIND_LETTER)
         return run_of_kind(t, i + 1, KIND_LETTER);
-    if (kind == KIND_NUMBER) {
-        end = run_of_kind(t, i, KIND_NUMBER);
-        return end - i > 3 ? i + 3 : end;
-    }
+    if (kind == KIND_NUMBER) return digits_end(t, i);
     size_t s = (c == ' ' && i + 1 < n && kind_at(t, i + 1) == KIND_OTHER) ? i + 1 : i;
     if (kind_at(t, s) == KIND_OTHER) {
         end = run_of_kind(t, s, KIND_OTHER);
@@ -177,10 +181,7 @@ static size_t o200k_end(const Text *t, size_t i) {
         size_t after = contraction_end(t, end, 1);
         return after ? after : end;
     }
-    if (kind == KIND_NUMBER) {
-        end = run_of_kind(t, i, KIND_NUMBER);
-        return end - i > 3 ? i + 3 : end;
-    }
+    if (kind == KIND_NUMBER) return digits_end(t, i);
     size_t s = (c == ' ' && i + 1 < n && kind_at(t, i + 1) == KIND_OTHER) ? i + 1 : i;
     if (kind_at(t, s) == KIND_OTHER) {
         end = run_of_kind(t, s, KIND_OTHER);
