@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from .tokenizer.pretokenize import PRESETS
@@ -85,9 +86,11 @@ def native_encoder(model: "BPEModel"):
     """
     token_to_id = model.token_to_id
     byte_ids = array("I", (token_to_id[bytes([b])] for b in range(256)))
-    triples = array("I")
-    for (left, right), result in zip(model.merges, model.merge_results):
-        triples.extend((left, right, result))
+    merges = model.merges
+    triples = array("I", bytes(12 * len(merges)))
+    triples[0::3] = array("I", map(itemgetter(0), merges))
+    triples[1::3] = array("I", map(itemgetter(1), merges))
+    triples[2::3] = array("I", model.merge_results)
     number = preset_number(model.pattern)
     return core.Encoder(byte_ids.tobytes(), triples.tobytes(), model.max_id,
                         core.PATTERN_NONE if number is None else number, CACHE_SLOTS)

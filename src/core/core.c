@@ -530,7 +530,79 @@ static PyObject *class_table(PyObject *module, PyObject *unused) {
     return table;
 }
 
+/* recover_merges(byte_ids, tokens, ids) -> packed (left, right, result) triples.
+ *
+ * A tiktoken rank file has no merge list; the ranks imply it (see
+ * bpefst/tokenizer/formats/tiktoken_ranks.py, the pure twin): each multi-byte
+ * token, in rank order, goes through BPE with the merges recovered so far, and
+ * when exactly two pieces remain, their pair is the next merge, producing it. */
+static PyObject *recover_merges(PyObject *module, PyObject *args) {
+    Py_buffer byte_view = {0}, id_view = {0};
+    PyObject *tokens, *sequence = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*Oy*:recover_merges", &byte_view, &tokens, &id_view)) return NULL;
+    PairTable table = {0};
+    IdBuffer triples = {0}, symbols = {0};
+    uint32_t byte_ids[256];
+    if (byte_view.len != 256 * 4) {
+        PyErr_SetString(PyExc_ValueError, "byte_ids must hold 256 packed 32-bit ids");
+        goto done;
+    }
+    memcpy(byte_ids, byte_view.buf, sizeof byte_ids);
+    sequence = PySequence_Fast(tokens, "recover_merges() takes a sequence of bytes");
+    if (!sequence) goto done;
+    size_t count = (size_t)PySequence_Fast_GET_SIZE(sequence);
+    if ((size_t)id_view.len != 4 * count) {
+        PyErr_SetString(PyExc_ValueError, "ids must hold one packed 32-bit id per token");
+        goto done;
+    }
+    if (pair_table_init(&table, count) || reserve_ids(&triples, 3 * count + 1)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint32_t *ids = id_view.buf;
+    uint32_t merges = 0;
+    for (size_t k = 0; k < count; k++) {
+        PyObject *token = PySequence_Fast_GET_ITEM(sequence, k);
+        if (!PyBytes_Check(token) || PyBytes_GET_SIZE(token) < 2 || (size_t)PyBytes_GET_SIZE(token) >= NONE_POS) {
+            PyErr_Format(PyExc_ValueError, "token %zu is not bytes of length 2 or more", k);
+            goto done;
+        }
+        size_t length = (size_t)PyBytes_GET_SIZE(token);
+        const uint8_t *bytes = (const uint8_t *)PyBytes_AS_STRING(token);
+        symbols.length = 0;
+        if (reserve_ids(&symbols, length)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (size_t b = 0; b < length; b++) symbols.ids[b] = byte_ids[bytes[b]];
+        size_t pieces = bpe_long(&table, symbols.ids, length);
+        if (pieces == (size_t)-1) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (pieces == 2) {
+            pair_table_add(&table, symbols.ids[0], symbols.ids[1], merges++, ids[k]);
+            uint32_t *out = triples.ids + triples.length;
+            out[0] = symbols.ids[0];
+            out[1] = symbols.ids[1];
+            out[2] = ids[k];
+            triples.length += 3;
+        }
+    }
+    result = PyBytes_FromStringAndSize((const char *)triples.ids, (Py_ssize_t)(triples.length * sizeof(uint32_t)));
+done:
+    pair_table_free(&table);
+    free(triples.ids);
+    free(symbols.ids);
+    Py_XDECREF(sequence);
+    PyBuffer_Release(&byte_view);
+    PyBuffer_Release(&id_view);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"recover_merges", recover_merges, METH_VARARGS,
+     "recover_merges(byte_ids, tokens, ids) -> packed (left, right, result) merges implied by tokens in rank order."},
     {"class_table", class_table, METH_NOARGS, "class_table() -> the class bits of every code point (for tests)."},
     {NULL, NULL, 0, NULL},
 };

@@ -21,9 +21,11 @@ import base64
 import binascii
 import gzip
 import os
+from array import array
 from operator import itemgetter
 from pathlib import Path
 
+from ... import native
 from ...artifact import atomic_write_bytes
 from ...errors import BpefstError
 from ..model import MAX_ID, BPEModel
@@ -142,6 +144,8 @@ def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int],
     if missing:
         raise BpefstError(f"rank file lacks single-byte tokens (e.g. byte {missing[0]}); cannot recover merges")
     byte_ids = [ranks[bytes([b])] for b in range(256)]
+    if native.core is not None:
+        return _recover_compiled(ranks, byte_ids)
     table_of_bytes = bytes(byte_ids) if max(byte_ids) < 256 else None  # bytes.translate turns a token into its byte ids
     shift = pair_shift(ranks.values())
     table: dict[int, int] = {}
@@ -166,6 +170,16 @@ def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int],
     return merges, results, table, shift
 
 
+def _recover_compiled(ranks: dict[bytes, int], byte_ids: list[int]) -> tuple[list[tuple[int, int]], list[int], None, int]:
+    """:func:`_recover` by the compiled core (the same algorithm in C); the packed table is left to the model to build."""
+    longer = sorted((item for item in ranks.items() if len(item[0]) > 1), key=itemgetter(1))
+    triples = array("I")
+    triples.frombytes(native.core.recover_merges(array("I", byte_ids).tobytes(), list(map(itemgetter(0), longer)),
+                                                 array("I", map(itemgetter(1), longer)).tobytes()))
+    merges = list(zip(triples[0::3], triples[1::3]))
+    return merges, triples[2::3].tolist(), None, 0
+
+
 def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
     """A rank file; a known encoding's name brings its pattern and specials (add others with
     :func:`..overrides.add_specials`, as ``load_tokenizer(specials=...)`` does)."""
@@ -185,8 +199,10 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
         # built anyway while recovering (the ranks are the ids); every recovered merge's result is reachable
         # (BPE of its bytes ends in it)
-        model.__dict__.update(token_to_id=ranks, merge_results=results, packed_merges=(table, shift),
+        model.__dict__.update(token_to_id=ranks, merge_results=results,
                               known_reachable=frozenset(results).union(ranks[bytes([b])] for b in range(256)))
+        if table is not None:
+            model.__dict__["packed_merges"] = (table, shift)
         return model
     except BpefstError as exc:
         raise BpefstError(f"{path}: {exc}") from None
