@@ -78,11 +78,13 @@ def supports(model: "BPEModel") -> bool:
             and all(bytes([b]) in model.token_to_id for b in range(256)))
 
 
-def native_encoder(model: "BPEModel"):
+def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
     """A ``bpefst._core.Encoder`` over ``model``'s tables (see :func:`supports`).
 
     Patterns the core does not scan get number ``PATTERN_NONE`` here; their
-    callers pre-tokenize with ``regex`` and use only ``bpe_bytes``.
+    callers pre-tokenize with ``regex`` and use only ``bpe_bytes``.  The chunk
+    cache has ``cache_size`` entries per thread, rounded down to a power of two,
+    at most :data:`CACHE_SLOTS`.
     """
     token_to_id = model.token_to_id
     byte_ids = array("I", (token_to_id[bytes([b])] for b in range(256)))
@@ -92,5 +94,6 @@ def native_encoder(model: "BPEModel"):
     triples[1::3] = array("I", map(itemgetter(1), merges))
     triples[2::3] = array("I", model.merge_results)
     number = preset_number(model.pattern)
+    slots = 1 << max(0, min(CACHE_SLOTS, int(cache_size)).bit_length() - 1)  # a power of two, at most CACHE_SLOTS
     return core.Encoder(byte_ids.tobytes(), triples.tobytes(), model.max_id,
-                        core.PATTERN_NONE if number is None else number, CACHE_SLOTS)
+                        core.PATTERN_NONE if number is None else number, slots)

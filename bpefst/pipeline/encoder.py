@@ -130,7 +130,7 @@ class Tokenizer:
         if self._engine != "compiled" or not native.supports(self.model):
             return None
         self.model.check_dense()  # its tables are indexed by id, as the pure path's are
-        return native.native_encoder(self.model)
+        return native.native_encoder(self.model, self.cache_size)
 
     @cached_property
     def _native_scans(self) -> bool:
