@@ -28,7 +28,8 @@ class OptionalBuildExt(build_ext):
 
     @staticmethod
     def _notice(error):
-        reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        reason = reason if len(reason) <= 100 else reason[:45] + " ... " + reason[-50:]
         print(f"bpefst: the compiled core was not built ({reason}); installing the pure-Python path", file=sys.stderr)
 
 

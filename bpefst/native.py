@@ -36,8 +36,8 @@ def _load_core():
         return None, f"pure Python ({PURE_VARIABLE} is set)"
     try:
         from . import _core
-    except ImportError as error:
-        return None, f"pure Python (the compiled core is not built here: {error})"
+    except ImportError:
+        return None, "pure Python (the compiled core was not built when bpefst was installed)"
     return _core, "compiled (C extension bpefst._core)"
 
 

@@ -36,10 +36,12 @@ ID_MODULES = {
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "ids: compares token ids; run on both engines (see ID_MODULES)")
-    if os.environ.get("BPEFST_PURE_PYTHON", "") not in ("", "0"):
-        from bpefst import native
+    from bpefst import native
 
+    if os.environ.get("BPEFST_PURE_PYTHON", "") not in ("", "0"):
         assert native.core is None, "BPEFST_PURE_PYTHON is set but the compiled core is in use"
+    elif os.environ.get("BPEFST_REQUIRE_CORE") == "1" and native.core is None:
+        pytest.exit(f"BPEFST_REQUIRE_CORE=1 but the engine is {native.engine_description()}", returncode=3)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
