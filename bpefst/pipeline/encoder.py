@@ -411,10 +411,10 @@ class Tokenizer(TiktokenMethods):
             return self._encode_invalid_tail(data, allowed)
         return self._encode_policy(text, allowed, disallowed)
 
-    def encode_batch(self, texts: Sequence[str], allowed_special: Iterable[str] | str = (),
+    def encode_batch(self, text: Sequence[str], allowed_special: Iterable[str] | str = (),
                      disallowed_special: Iterable[str] | str = "all", jobs: int = 1, *,
                      num_threads: int | None = None) -> list[list[int]]:
-        """``[encode(t) for t in texts]``, across ``jobs`` forked processes when asked.
+        """``[encode(t) for t in text]`` (tiktoken's name for the list), across ``jobs`` forked processes when asked.
 
         ``num_threads`` is accepted for tiktoken's callers and changes nothing:
         Python threads would share one core here, so bpefst's parallelism is
@@ -422,7 +422,7 @@ class Tokenizer(TiktokenMethods):
         """
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
         _check_threads(num_threads)
-        return self.encode_escaped_batch([self._as_text("encode_batch", t, disallowed) for t in texts], allowed, disallowed, jobs)
+        return self.encode_escaped_batch([self._as_text("encode_batch", t, disallowed) for t in text], allowed, disallowed, jobs)
 
     def encode_escaped_batch(self, texts: Sequence[str], allowed: frozenset, disallowed: frozenset, jobs: int = 1) -> list[list[int]]:
         """``encode_batch`` for texts of bpefst's streaming path, whose lone surrogates are raw bytes
@@ -467,25 +467,29 @@ class Tokenizer(TiktokenMethods):
             table[sid] = text.encode("utf-8")
         return table
 
-    def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        """The bytes ``ids`` spell (for a character-level model, UTF-8 with end-of-word markers kept)."""
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """The bytes the ids ``tokens`` spell (for a character-level model, UTF-8 with end-of-word markers kept)."""
         try:
-            return b"".join(map(self._decoder.__getitem__, ids))
+            return b"".join(map(self._decoder.__getitem__, tokens))
         except (KeyError, TypeError):
-            bad = next(i for i in ids if not isinstance(i, int) or i not in self._decoder)
+            bad = next(i for i in tokens if not isinstance(i, int) or i not in self._decoder)
             raise self._unknown_id(bad) from None
 
-    def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
-        """The text of ``ids``; invalid UTF-8 becomes U+FFFD (``errors`` as for ``bytes.decode``)."""
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """The text of the ids ``tokens``; invalid UTF-8 becomes U+FFFD (``errors`` as for ``bytes.decode``;
+        with ``"strict"`` it raises :class:`~bpefst.errors.InvalidUTF8Error`, a ``UnicodeDecodeError``)."""
         if not self.model.is_byte_level:
-            return self.reference.decode(ids)
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+            return self.reference.decode(tokens)
+        try:
+            return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+        except UnicodeDecodeError as error:
+            raise InvalidUTF8Error.from_error(error) from None
 
-    def decode_tokens_bytes(self, ids: Sequence[int]) -> list[bytes]:
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
         """The bytes of each token."""
-        return [self.token_bytes(i) for i in ids]
+        return [self.token_bytes(i) for i in tokens]
 
-    def decode_with_offsets(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
         """The text of ``ids`` and the character offset where each token starts, as tiktoken gives them.
 
         A token's offset counts the characters whose first byte comes before
@@ -496,7 +500,7 @@ class Tokenizer(TiktokenMethods):
         (a ``UnicodeDecodeError``), as tiktoken's do: offsets into text that is
         not there would mean nothing.
         """
-        pieces = self.decode_tokens_bytes(ids)
+        pieces = self.decode_tokens_bytes(tokens)
         offsets = []
         started = 0  # characters begun so far: bytes that are not UTF-8 continuation bytes
         for piece in pieces:
