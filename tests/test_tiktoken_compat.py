@@ -406,3 +406,38 @@ def test_list_encoding_names_lists_what_is_installed(data_path):
     assert set(NAMES) <= set(names) <= set(real_tiktoken.list_encoding_names()) | set(names)
     for name in NAMES:
         assert name in real_tiktoken.list_encoding_names()
+
+
+# -- the documented differences (README, "Coming from tiktoken"): each pinned ------------------------
+
+def test_documented_differences(by_name):
+    enc, ref = by_name["cl100k_base"], tiktoken_oracle("cl100k_base")
+    # surrogates where tiktoken has no fix-up (it raises UnicodeEncodeError): read as encode reads them
+    for call in (lambda e: e.encode_single_token(" \ud83d\ude00"), lambda e: e._encode_single_piece("a\ud83d\udc4d"),
+                 lambda e: e.encode_to_numpy("\ud83d\udc4d")):
+        with pytest.raises(UnicodeEncodeError):
+            call(ref)
+    assert enc.encode_single_token(" \ud83d\ude00") == ref.encode_single_token(" 😀")  # one token in cl100k
+    assert enc._encode_single_piece("a\ud83d\udc4d") == ref._encode_single_piece("a👍")
+    assert enc.encode_to_numpy("\ud83d\udc4d").tolist() == ref.encode("👍")
+    # a bare string where a set of specials belongs: tiktoken reads it as a set of characters
+    with pytest.raises(ValueError, match="disallowed special token '<'"):
+        ref.encode("<|endoftext|>", disallowed_special="<|endoftext|>")
+    with pytest.raises(ValueError, match="disallowed_special= takes"):
+        enc.encode("<|endoftext|>", disallowed_special="<|endoftext|>")
+    # is_special_token of a non-int: tiktoken asserts, bpefst raises TypeError
+    with pytest.raises(AssertionError):
+        ref.is_special_token("a")
+    with pytest.raises(TypeError, match="token id"):
+        enc.is_special_token("a")
+    # eot_token without <|endoftext|>: tiktoken raises KeyError, bpefst gives None
+    ranks = {bytes([b]): b for b in range(256)}
+    plain_ref = real_tiktoken.Encoding("plain", pat_str=r"\w+|\s+", mergeable_ranks=ranks, special_tokens={})
+    plain = tiktoken.Encoding("plain", pat_str=r"\w+|\s+", mergeable_ranks=ranks, special_tokens={})
+    with pytest.raises(KeyError):
+        plain_ref.eot_token
+    assert plain.eot_token is None
+    # num_threads is accepted and changes nothing (bpefst's parallelism is jobs= processes)
+    assert enc.encode_batch(["a b", "c"], num_threads=64) == ref.encode_batch(["a b", "c"], num_threads=64)
+    with pytest.raises(ValueError):
+        enc.encode_batch(["a"], num_threads=0)
