@@ -441,3 +441,12 @@ def test_documented_differences(by_name):
     assert enc.encode_batch(["a b", "c"], num_threads=64) == ref.encode_batch(["a b", "c"], num_threads=64)
     with pytest.raises(ValueError):
         enc.encode_batch(["a"], num_threads=0)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=texts)
+def test_surrogates_are_read_as_utf16_reads_them(text):
+    """The boundary function against Python's own UTF-16 codec (what tiktoken's fix-up uses)."""
+    from bpefst.tokenizer.surrogates import as_text
+
+    assert as_text(text) == text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
