@@ -440,7 +440,8 @@ class Tokenizer(TiktokenMethods):
         Pieces may be cut anywhere (inside a chunk, a special token or a line);
         ids are yielded once the text before a safe cut is known, so memory is
         bounded by the longest stretch without one (for the preset patterns, a
-        line).  The ids equal ``encode("".join(texts))``.
+        line).  The ids equal ``encode("".join(texts))``, surrogates included: a
+        pair cut between two pieces is joined, as in the whole text.
         """
         stream = self.incremental(allowed_special, disallowed_special)
         high = ""  # a high surrogate that ended the last piece: the next piece may start with its pair's other half

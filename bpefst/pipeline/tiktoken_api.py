@@ -245,6 +245,8 @@ class TiktokenMethods:
 
         The completions come in no particular order (tiktoken's come from a set).
         """
+        if not self.model.is_byte_level:
+            raise BpefstError("encode_with_unstable() needs a byte-level tokenizer (its completions are token bytes)")
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
         text = self._as_text("encode_with_unstable", text, disallowed)
         ids = self._encode_policy(text, allowed, disallowed)
