@@ -56,8 +56,8 @@ def model_from_tiktoken_arguments(name: str, pat_str: str | None, mergeable_rank
     if not isinstance(pat_str, str):
         raise ArgumentTypeError(f"pat_str= takes a regex as a str, not {type(pat_str).__name__}")
     check_ranks(mergeable_ranks)
-    if not isinstance(special_tokens, dict) or not all(isinstance(t, str) and isinstance(i, int) for t, i in special_tokens.items()):
-        raise ArgumentTypeError("special_tokens= takes a dict of text -> id, e.g. {'<|endoftext|>': 100257}")
+    if not isinstance(special_tokens, dict) or not all(isinstance(t, str) and t and isinstance(i, int) for t, i in special_tokens.items()):
+        raise ArgumentTypeError("special_tokens= takes a dict of (non-empty) text -> id, e.g. {'<|endoftext|>': 100257}")
     try:
         compile_pattern(pat_str)
         check_special_ids(special_tokens)
@@ -68,8 +68,6 @@ def model_from_tiktoken_arguments(name: str, pat_str: str | None, mergeable_rank
         if explicit_n_vocab:
             _check_vocab_size(mergeable_ranks, special_tokens, explicit_n_vocab)
         return model_from_ranks(dict(mergeable_ranks), pat_str, dict(special_tokens))
-    except InvalidEncodingError:
-        raise
     except BpefstError as error:
         raise InvalidEncodingError(f"Encoding({name!r}): {error}") from None
 
