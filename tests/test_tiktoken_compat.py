@@ -26,7 +26,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import TIKTOKEN_SPECS, corpus_prefix, require_shared, tiktoken_oracle
+from conftest import corpus_prefix, require_shared, tiktoken_oracle
 
 real_tiktoken = pytest.importorskip("tiktoken")
 real_model_table = pytest.importorskip("tiktoken.model")
