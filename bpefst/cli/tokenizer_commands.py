@@ -111,10 +111,10 @@ def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     data = read_input(input)
     if fmt == "jsonl":
         for line in data.splitlines():
-            ids = encoder.encode_bytes(line, allowed_special=allowed, disallowed_special=disallowed)
+            ids = encoder.encode_bytes(line, allowed_special=allowed, disallowed_special=disallowed, errors="surrogateescape")
             sys.stdout.write(json.dumps(ids) + "\n")
         return
-    ids = encoder.encode_bytes(data, allowed_special=allowed, disallowed_special=disallowed)
+    ids = encoder.encode_bytes(data, allowed_special=allowed, disallowed_special=disallowed, errors="surrogateescape")
     if fmt == "tokens":
         for token_id in ids:
             sys.stdout.write(json.dumps(encoder.decode_bytes([token_id]).decode("utf-8", errors="replace"), ensure_ascii=False) + "\n")
