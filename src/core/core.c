@@ -278,10 +278,11 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     PyObject *texts;
     int threads = 1;
     if (!PyArg_ParseTuple(args, "O|i:encode_batch", &texts, &threads)) return NULL;
-    PyObject *sequence = PySequence_Fast(texts, "encode_batch() takes a sequence of str");
+    /* a tuple of our own: a list could be changed by another thread while the GIL is released */
+    PyObject *sequence = PySequence_Tuple(texts);
     if (!sequence) return NULL;
-    size_t count = (size_t)PySequence_Fast_GET_SIZE(sequence);
-    PyObject **items = PySequence_Fast_ITEMS(sequence);
+    size_t count = (size_t)PyTuple_GET_SIZE(sequence);
+    PyObject **items = &PyTuple_GET_ITEM(sequence, 0);
     Text *ts = PyMem_Calloc(count ? count : 1, sizeof(Text));
     int *ascii = PyMem_Calloc(count ? count : 1, sizeof(int));
     int *codes = PyMem_Calloc(count ? count : 1, sizeof(int));
@@ -413,7 +414,7 @@ static int Encoder_init(Encoder *e, PyObject *args, PyObject *kwargs) {
     unsigned long max_id;
     int pattern;
     Py_ssize_t cache_slots = 1 << 16;
-    if (e->ints) {
+    if (e->ints || e->pairs.keys || e->lock) {
         PyErr_SetString(PyExc_RuntimeError, "Encoder is already initialised");
         return -1;
     }
