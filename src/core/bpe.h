@@ -93,8 +93,10 @@ static inline uint32_t pair_rank(const PairTable *table, uint32_t left, uint32_t
     }
 }
 
-/* Chunks up to this many symbols take the array scan. */
-#define SHORT_BPE 64
+/* Chunks up to this many symbols take the array scan (measured on fortunes: 16-24 best); up to
+ * STACK_BPE the heap's arrays live on the stack. */
+#define SHORT_BPE 20
+#define STACK_BPE 512
 
 /* BPE of ids[0..n) in place; returns the new length. */
 static size_t bpe_short(const PairTable *table, uint32_t *ids, size_t n) {
@@ -125,15 +127,19 @@ static size_t bpe_short(const PairTable *table, uint32_t *ids, size_t n) {
 typedef struct {
     uint64_t *items;
     size_t size, capacity;
+    int borrowed; /* items is the caller's (stack) array: copy it out before growing */
 } Heap;
 
 static int heap_push(Heap *heap, uint64_t item) {
     if (heap->size == heap->capacity) {
         size_t capacity = heap->capacity ? 2 * heap->capacity : 64;
-        uint64_t *items = realloc(heap->items, capacity * sizeof(uint64_t));
+        uint64_t *items = heap->borrowed ? malloc(capacity * sizeof(uint64_t))
+                                         : realloc(heap->items, capacity * sizeof(uint64_t));
         if (!items) return -1;
+        if (heap->borrowed) memcpy(items, heap->items, heap->size * sizeof(uint64_t));
         heap->items = items;
         heap->capacity = capacity;
+        heap->borrowed = 0;
     }
     size_t i = heap->size++;
     while (i > 0) {
@@ -166,8 +172,13 @@ static uint64_t heap_pop(Heap *heap) {
 /* BPE of ids[0..n) in place by the heap, for any n < 2^32; returns the new length, or (size_t)-1 when out of memory. */
 static size_t bpe_heap(const PairTable *table, uint32_t *ids, size_t n) {
     if (n <= SHORT_BPE) return bpe_short(table, ids, n);
-    uint32_t *next = malloc(n * sizeof(uint32_t)), *prev = malloc(n * sizeof(uint32_t));
-    Heap heap = {0};
+    /* chunks of a few hundred bytes (a sentence of CJK text) are common: no malloc for them */
+    uint32_t next_here[STACK_BPE], prev_here[STACK_BPE];
+    uint64_t heap_here[3 * STACK_BPE]; /* n - 1 pairs at first, at most two more per merge */
+    int here = n <= STACK_BPE;
+    uint32_t *next = here ? next_here : malloc(n * sizeof(uint32_t));
+    uint32_t *prev = here ? prev_here : malloc(n * sizeof(uint32_t));
+    Heap heap = {here ? heap_here : NULL, 0, here ? 3 * STACK_BPE : 0, here};
     size_t out = (size_t)-1;
     if (!next || !prev) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -202,9 +213,11 @@ static size_t bpe_heap(const PairTable *table, uint32_t *ids, size_t n) {
     out = 0;
     for (uint32_t i = 0; i != NONE_POS; i = next[i]) ids[out++] = ids[i];
 done:
-    free(next);
-    free(prev);
-    free(heap.items);
+    if (!here) {
+        free(next);
+        free(prev);
+    }
+    if (!heap.borrowed) free(heap.items);
     return out;
 }
 
