@@ -48,7 +48,7 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--eot", metavar="TOKEN|ID", help="Append this token after every document (e.g. '<|endoftext|>').")
 @click.option("--bot", metavar="TOKEN|ID", help="Put this token before every document.")
 @click.option("--input-format", "input_kind", type=click.Choice(["auto", "text", "jsonl", "parquet"]), default="auto",
-              show_default=True, help="auto: by file name (.jsonl/.json, .parquet, after .gz/.bz2/.xz), else text.")
+              show_default=True, help="auto: by file name (.jsonl/.json, .parquet, after .gz/.bz2/.xz/.zst), else text.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL field / Parquet column holding the text.")
 @click.option("--split-lines", is_flag=True, help="Text inputs: every non-empty line is a document (default: every file is one).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True,
@@ -79,7 +79,7 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
     TOKENIZER_OR_COMPILED is any tokenizer bpefst reads (tokenizer.json,
     vocab.json, tiktoken rank file, .bpefst) or a transducer artifact from
     `bpefst compile --kind transducer`.  INPUTs are files, directories (walked
-    in sorted order), globs or - for stdin (the default); gzip, bzip2 and xz
+    in sorted order), globs or - for stdin (the default); gzip, bzip2, xz and zstd
     input is decompressed (detected by its first bytes).  Each text file is
     one document (--split-lines: each line), each JSONL record or Parquet row
     one (--text-field); documents are encoded separately, in input order,

@@ -441,7 +441,7 @@ def detect_id_format(path: str) -> str:
     if os.path.isdir(path):
         return "shards"
     name = path.lower()
-    for suffix in (".gz", ".bz2", ".xz"):
+    for suffix in (".gz", ".bz2", ".xz", ".zst"):
         name = name.removesuffix(suffix)
     try:
         with open(path, "rb") as handle:
