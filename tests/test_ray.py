@@ -299,6 +299,77 @@ def test_shards_survive_a_dying_worker_and_resume(cluster, inputs, local_shards,
     assert again == []  # a finished run resumed: nothing to do
 
 
+# -- --shard-size N on Ray: one machine's fixed-size shards, byte for byte ---------------------------
+
+SHARD_SIZE = 4000
+
+
+@pytest.fixture(scope="module")
+def uneven_inputs(tmp_path_factory) -> Path:
+    """One large input (several shards' worth) and many small ones (several per shard), an empty one, a JSONL one."""
+    directory = tmp_path_factory.mktemp("uneven")
+    (directory / "a_large.txt").write_text(corpus_prefix("pydocs", 120_000), encoding="utf-8")
+    docs = documents()
+    for k in range(24):
+        (directory / f"small_{k:02d}.txt").write_text(docs[k], encoding="utf-8")
+    (directory / "small_empty.txt").write_bytes(b"")
+    (directory / "tail.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[24:64]), encoding="utf-8")
+    return directory
+
+
+def directory_bytes(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def local_fixed_shards(uneven_inputs, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local-fixed") / "shards"
+    result = run("tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(uneven_inputs), "--eot", EOT, "--output-dir",
+                 str(out), "--shard-size", str(SHARD_SIZE), "--format", "npy", "-q")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["shards"]) >= 8 and manifest["documents"] == 66  # 26 text files + 40 records
+    return out
+
+
+def test_cli_engine_ray_with_shard_size_writes_one_machines_directory(cluster, uneven_inputs, local_fixed_shards, tmp_path):
+    out = tmp_path / "shards"
+    result = run("tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(uneven_inputs), "--eot", EOT, "--output-dir",
+                 str(out), "--shard-size", str(SHARD_SIZE), "--format", "npy", "--engine", "ray", "--address", cluster)
+    assert result.returncode == 0, result.stderr
+    assert directory_bytes(out) == directory_bytes(local_fixed_shards)  # shards, index.npy and manifest.json
+
+
+def test_fixed_size_shards_survive_dying_workers_and_resume(cluster, uneven_inputs, local_fixed_shards, tmp_path):
+    model = load_tokenizer(require_shared() / "gpt2" / "vocab.json")
+    sources = expand_inputs([str(uneven_inputs)])
+    out = tmp_path / "shards"
+    job = ShardJob(str(out), "npy", "uint16", model.specials[EOT], None, "text", False, (), (), shard_size=SHARD_SIZE)
+
+    class Interrupted(Exception):
+        pass
+
+    def stop_after_five(number: int, entry: dict) -> None:
+        done.append(number)
+        if len(done) == 5:
+            raise Interrupted
+
+    done: list[int] = []
+    with pytest.raises(Interrupted):  # the large input's worker dies once, then the driver stops
+        tokenize_files_on_ray(model, sources, job, on_shard=stop_after_five, _crash=CrashOnce(str(tmp_path / "crashed"), 0))
+    assert not (out / "manifest.json").exists() and not any(name.startswith("shard_") for name in os.listdir(out))
+    with pytest.raises(BpefstError, match="cannot resume.*--shard-size"):
+        tokenize_files_on_ray(model, sources, ShardJob(**{**job.__dict__, "shard_size": SHARD_SIZE + 1}), resume=True)
+    # resumed: the parts left to do, then the shards, one of whose tasks dies once mid-copy
+    redone: list[int] = []
+    manifest = tokenize_files_on_ray(model, sources, job, resume=True, on_shard=lambda n, e: redone.append(n),
+                                     _crash_cut=CrashOnce(str(tmp_path / "crashed-cut"), 1))
+    assert (tmp_path / "crashed").exists() and (tmp_path / "crashed-cut").exists()
+    assert len(redone) < len(sources) and len(manifest["shards"]) >= 8
+    assert directory_bytes(out) == directory_bytes(local_fixed_shards)
+    assert bpefst.ray is not None and tokenize_files_on_ray(model, sources, job, resume=True)["ids"] == manifest["ids"]
+
+
 def test_cli_worker_error_is_one_line_and_writes_no_manifest(cluster, tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()

@@ -40,7 +40,7 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Write shards of at most --shard-size ids (bin or npy) and manifest.json + index.npy into this directory.")
 @click.option("--shard-size", type=click.IntRange(1, None), default=None,
-              help="Ids per shard with --output-dir.  [default: 100000000]")
+              help="Ids per shard with --output-dir.  [default: 100000000; with --engine ray: one shard per input]")
 @click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True,
               help="bin/npy id type; auto: uint16 when every id of the tokenizer fits, else uint32.")
 @click.option("--index", "index_path", type=click.Path(),
@@ -62,8 +62,8 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--cache-size", type=click.IntRange(1, None), default=None, help="Chunk -> ids cache entries (default 262144, about 60 MB of real text; the older half is dropped when full).")
 @click.option("--max-states", type=click.IntRange(16, None), default=None, help="Transducer states kept in the lazy cache.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="ray: each input file becomes one shard of --output-dir, written by a Ray worker that reads the file "
-                   "itself (pip install 'bpefst[ray]').")
+              help="ray: Ray workers read and tokenize the input files themselves into --output-dir: one shard per "
+                   "input, or with --shard-size the shards one machine writes, byte for byte (pip install 'bpefst[ray]').")
 @click.option("--address", metavar="ADDR", help="With --engine ray: the cluster to join [default: RAY_ADDRESS, else a local cluster].")
 @click.option("--resume", is_flag=True, help="With --engine ray: continue an unfinished run in --output-dir, skipping complete shards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display (it is shown only when stderr is a terminal).")
@@ -205,7 +205,8 @@ def _tokenize_stream(tok, path: str, fmt: str, output: str | None, allowed, disa
 def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: int, dtype_name: str, index_path, eot, bot,
                       text_field: str, split_lines: bool, allowed, disallowed, jobs: int, progress) -> tuple[int, int, int]:
     """Many inputs as documents into a dataset writer: returns (bytes of text read, documents, ids)."""
-    from ..pipeline.datasets import DTYPES, INDEX_NAME, AtomicFile, DatasetWriter, IdWriter, ShardWriter, choose_dtype
+    from ..pipeline.datasets import (DTYPES, INDEX_NAME, AtomicFile, DatasetWriter, IdWriter, ShardWriter, choose_dtype,
+                                     run_settings)
     from ..pipeline.documents import tokenize_documents
     from ..pipeline.inputs import iter_documents
     from ..pipeline.tokenize import FormattedIdSink
@@ -250,7 +251,12 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
 
     try:
         tokenize_documents(tok, documents(), writer, jobs, allowed, disallowed, on_batch)
-        manifest = {"fingerprint": model.fingerprint, "max_id": model.max_id, "index": INDEX_NAME} if output_dir else {}
+        manifest = {}
+        if output_dir:
+            run = run_settings(file_format=fmt, dtype=dtype.name, eot=eot_id, bot=bot_id, text_field=text_field,
+                               split_lines=split_lines, allowed=allowed, disallowed=disallowed, shard_size=sink.shard_size,
+                               fingerprint=model.fingerprint, inputs=sources)
+            manifest = {"fingerprint": model.fingerprint, "max_id": model.max_id, "index": INDEX_NAME, "extra": {"run": run}}
         writer.close(**manifest)
         if target is not None:
             target.commit()
