@@ -398,3 +398,53 @@ def test_engine_ray_without_ray_installed_is_a_one_line_error(tmp_path):
         result = subprocess.run([sys.executable, "-m", "bpefst", *args, "--engine", "ray"], capture_output=True, env=env, timeout=120)
         assert_user_error(result, "pip install 'bpefst[ray]'")
         assert not (tmp_path / "t.bpefst").exists() and not (tmp_path / "c.counts").exists()
+
+
+# -- Ray's own failures, told as what they are (issue 30) ------------------------------------
+
+
+def test_under_an_address_space_cap_ray_is_refused_in_one_line_naming_the_cause(tmp_path):
+    """Under ``ulimit -v`` Ray's processes die in their C++ core as they start (the command used to end with no
+    message, a traceback, or "cannot write to stdout: Connection reset by peer"); locally the same command works."""
+    import resource
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("some text to count, twice: some text to count\n" * 50)
+    cap = 1 << 30
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))
+
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    for args in (["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.bpefst"), "--engine", "ray"],
+                 ["tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(corpus), "--output-dir", str(tmp_path / "out"),
+                  "--engine", "ray"]):
+        result = subprocess.run([sys.executable, "-m", "bpefst", *args], capture_output=True, env=env, timeout=120,
+                                preexec_fn=capped)
+        assert_user_error(result, "Ray cannot start workers under this process's address-space limit of 1,024 MiB (ulimit -v")
+        assert "--engine local" in result.stderr.decode()
+    assert not (tmp_path / "t.bpefst").exists() and not (tmp_path / "out").exists()
+    local = subprocess.run([sys.executable, "-m", "bpefst", "train", str(corpus), "--vocab-size", "300", "-o",
+                            str(tmp_path / "t.bpefst"), "-q"], capture_output=True, timeout=120, preexec_fn=capped)
+    assert local.returncode == 0, local.stderr
+
+
+def test_ray_failures_are_named_with_what_to_try():
+    from bpefst.distributed.cluster import reraise
+
+    def told(exc: BaseException) -> str:
+        with pytest.raises(BpefstError) as caught:
+            reraise(exc, "counting")
+        message = str(caught.value)
+        assert "\n" not in message and message.startswith("counting failed")
+        return message
+
+    assert "ran out of memory" in told(ray.exceptions.OutOfMemoryError("Task was killed due to the node running low on memory."))
+    assert "a Ray worker died and its task failed after its retries" in told(
+        ray.exceptions.WorkerCrashedError())
+    assert "the Ray cluster failed" in told(ray.exceptions.NodeDiedError("node 3 died"))
+    lost = told(ConnectionResetError(104, "Connection reset by peer"))
+    assert "connection to the Ray cluster was lost (Connection reset by peer)" in lost and "stdout" not in lost
+    with pytest.raises(ZeroDivisionError):  # a bug is not dressed up as a Ray failure
+        reraise(ZeroDivisionError(), "counting")
+

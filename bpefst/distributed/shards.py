@@ -297,20 +297,20 @@ def _difference(old: dict, new: dict) -> str | None:
 
 def _run(ray: Any, model: BPEModel, job: ShardJob, todo: list[dict], journal: Journal, workers, on_shard, crash) -> None:
     data = require_ray_data()
-    workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    # The artifact goes into the object store once; the actors get a reference inside a list,
-    # so their (restartable) constructor arguments stay small.
-    artifact = [ray.put(model_bytes(model))]
-    dataset = data.from_items(todo, override_num_blocks=len(todo))
-    written = dataset.map_batches(
-        WriteShards,
-        fn_constructor_args=(artifact, job, crash),
-        batch_size=1,
-        batch_format="pyarrow",
-        compute=data.ActorPoolStrategy(size=min(workers, len(todo))),
-        num_cpus=1,
-    )
     try:
+        workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # The artifact goes into the object store once; the actors get a reference inside a list,
+        # so their (restartable) constructor arguments stay small.
+        artifact = [ray.put(model_bytes(model))]
+        dataset = data.from_items(todo, override_num_blocks=len(todo))
+        written = dataset.map_batches(
+            WriteShards,
+            fn_constructor_args=(artifact, job, crash),
+            batch_size=1,
+            batch_format="pyarrow",
+            compute=data.ActorPoolStrategy(size=min(workers, len(todo))),
+            num_cpus=1,
+        )
         with original_errors(written):
             for entry in written.iter_rows():
                 journal.record(entry)
@@ -334,9 +334,10 @@ def _cut(ray: Any, job: ShardJob, plans: list[ShardPlan], journal: Journal, cras
     renamed into place only when complete, so a dead attempt leaves at most a
     temporary file.
     """
-    task = ray.remote(num_cpus=1, max_retries=3)(_cut_task)
-    pending = [task.remote(job.directory, plan, job.dtype, job.file_format, crash) for plan in plans]
+    pending: list[Any] = []
     try:
+        task = ray.remote(num_cpus=1, max_retries=3)(_cut_task)
+        pending = [task.remote(job.directory, plan, job.dtype, job.file_format, crash) for plan in plans]
         while pending:
             # whatever finished within a second, journaled together (the journal is rewritten whole each time)
             ready, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
