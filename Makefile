@@ -9,7 +9,7 @@ DEMO   := build/demo
 
 .PHONY: install demo test bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py $(wildcard src/core/*.c src/core/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -27,8 +27,11 @@ demo: install
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst tokenize $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
+# The whole suite on the default engine (the compiled core where it is built), then the
+# modules that compare token ids again on the pure-Python path (tests/conftest.py ID_MODULES).
 test: install
 	$(BIN)/python -m pytest -q
+	BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids
 
 BENCHES := bench_api bench_train bench_compile bench_tokenize bench_validate bench_jobs bench_stream_memory bench_datasets bench_promote bench_guided bench_ray
 

@@ -18,14 +18,18 @@ benchmark (``bench_jobs.py``), validation too (``bench_validate.py``).
 * ``bpefst cold``: a fresh :class:`~bpefst.pipeline.encoder.Tokenizer` per
   round (empty chunk cache, the miss path's tables built on first use; the
   model's load is not timed); ``bpefst warm``: one tokenizer encoding the same
-  text again, cache warm.
+  text again, cache warm.  Both for the compiled core and, beside them, for
+  the pure-Python path (``engine="pure"``); ``--no-pure`` leaves the pure
+  columns out.
 * HF ``tokenizers`` loads the same tokenizer converted to ``tokenizer.json`` by
   bpefst (for cl100k/o200k), or GPT-2's files.
 * bpe-openai (GitHub's rust-gems ``bpe``) ships cl100k and o200k only.
 * ``--adversarial``: bpefst on 1 MB and 10 MB (``--sizes``) of one letter, one
   digit, spaces, ``_``, random letters without spaces, random valid UTF-8,
   emoji and CJK, and the CPU-time ratio 10 MB / 1 MB (linear: about 10; the
-  acceptance bound is 11).  Peers are left out there by default: tiktoken's
+  acceptance bound is 11), for the compiled core (``--engine pure`` for the
+  pure path).  ``--peer`` adds tiktoken at the first size, each input in a
+  child process stopped after ``--peer-timeout`` seconds: tiktoken's
   per-chunk merge loop is quadratic on a megabyte-long chunk.
 """
 
@@ -168,9 +172,11 @@ def measure(name: str, corpus: str, args) -> dict[str, float]:
     for engine, fn in engines.items():
         if array("I", fn()) != reference:
             sys.exit(f"{engine} differs from tiktoken on {name} / {corpus}")
-    warm = Tokenizer(model)
-    if array("I", warm.encode_ordinary(text)) != reference:
-        sys.exit(f"bpefst differs from tiktoken on {name} / {corpus}")
+    flavours = {"bpefst": "compiled", "pure": "pure"} if args.pure else {"bpefst": "compiled"}
+    warm = {label: Tokenizer(model, engine=engine) for label, engine in flavours.items()}
+    for label, tok in warm.items():
+        if array("I", tok.encode_ordinary(text)) != reference:
+            sys.exit(f"{label} differs from tiktoken on {name} / {corpus}")
     times: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         for engine, fn in engines.items():
@@ -179,13 +185,14 @@ def measure(name: str, corpus: str, args) -> dict[str, float]:
             else:
                 seconds, _ = timed(fn)
             times.setdefault(engine, []).append(seconds)
-        cold = Tokenizer(model)  # a fresh tokenizer: empty chunk cache, tables built on first use
-        seconds, ids = timed(lambda: cold.encode_ordinary(text))
-        assert array("I", ids) == reference, "bpefst cold differs"
-        del ids
-        times.setdefault("bpefst cold", []).append(seconds)
-        seconds, _ = timed(lambda: warm.encode_ordinary(text))
-        times.setdefault("bpefst warm", []).append(seconds)
+        for label, engine in flavours.items():
+            cold = Tokenizer(model, engine=engine)  # a fresh tokenizer: empty chunk cache, tables built on first use
+            seconds, ids = timed(lambda: cold.encode_ordinary(text))
+            assert array("I", ids) == reference, f"{label} cold differs"
+            del ids
+            times.setdefault(f"{label} cold", []).append(seconds)
+            seconds, _ = timed(lambda: warm[label].encode_ordinary(text))
+            times.setdefault(f"{label} warm", []).append(seconds)
     hf.terminate()
     size = len(text.encode("utf-8")) / 1e6
     return {"MB": size, **{engine: statistics.median(values) for engine, values in times.items()}}
@@ -195,14 +202,15 @@ def table(args) -> None:
     """The throughput table: every tokenizer x corpus, each engine's MB/s and ratio to tiktoken (medians)."""
     print(f"Tokenizing, median of {args.rounds} interleaved rounds; ratio = tiktoken's time / the engine's "
           "(above 1: faster than tiktoken); ids checked equal to tiktoken's for every engine.\n")
-    print("| encoding, corpus | tiktoken | bpe-openai | HF tokenizers | bpefst cold | bpefst warm |")
-    print("|---|---|---|---|---|---|")
+    columns = ["bpe-openai", "HF tokenizers", "bpefst cold", "bpefst warm"] + (["pure cold", "pure warm"] if args.pure else [])
+    print("| encoding, corpus | tiktoken | " + " | ".join(columns) + " |")
+    print("|---|---|" + "---|" * len(columns))
     for name in args.tokenizers.split(","):
         for corpus in args.corpora.split(","):
             result = measure(name, corpus, args)
             base = result["tiktoken"]
             cells = [f"{result['MB'] / base:.1f} MB/s"]
-            for engine in ("bpe-openai", "HF tokenizers", "bpefst cold", "bpefst warm"):
+            for engine in columns:
                 seconds = result.get(engine)
                 cells.append(f"{base / seconds:.2f}x ({result['MB'] / seconds:.1f} MB/s)" if seconds else "-")
             print(f"| {name}, {corpus} ({result['MB']:.1f} MB) | " + " | ".join(cells) + " |", flush=True)
@@ -243,19 +251,52 @@ def adversarial(args) -> None:
     print(f"{name}: bpefst CPU seconds per input size (fresh tokenizer each run, best of {args.repeat} "
           f"for every size, so the ratio compares like with like; CPU time because the machine may be shared)")
     header = "".join(f"{s:>9g} MB" for s in sizes)
-    print(f"{'input':<16}{header}{'ratio':>9}")
     inputs = {s: adversarial_inputs(int(s * 1_000_000)) for s in sizes}
-    for name in inputs[sizes[0]]:
+    if args.peer:
+        header += f"{'tiktoken':>12}{'vs tiktoken':>13}"
+    print(f"engine: {args.engine}")
+    print(f"{'input':<16}{header}{'ratio':>9}")
+    for kind in inputs[sizes[0]]:
         times = []
         for s in sizes:
             best = float("inf")
             for attempt in range(args.repeat):
-                tok = Tokenizer(model)  # fresh caches every time
-                seconds, _ = timed(lambda: tok.encode_ordinary(inputs[s][name]), time.process_time)
+                tok = Tokenizer(model, engine=args.engine)  # fresh caches every time
+                seconds, _ = timed(lambda: tok.encode_ordinary(inputs[s][kind]), time.process_time)
                 best = min(best, seconds)
             times.append(best)
         cells = "".join(f"{t:>10.2f}s" for t in times)
-        print(f"{name:<16}{cells}{times[-1] / times[0]:>9.2f}", flush=True)
+        peer = ""
+        if args.peer:
+            seconds = tiktoken_seconds(name, model, inputs[sizes[0]][kind], args.peer_timeout)
+            peer = (f"{seconds:>11.2f}s{seconds / times[0]:>12.2f}x" if seconds is not None
+                    else f"{'>' + format(args.peer_timeout, 'g') + 's':>12}{'>' + format(args.peer_timeout / times[0], '.0f') + 'x':>13}")
+        print(f"{kind:<16}{cells}{peer}{times[-1] / times[0]:>9.2f}", flush=True)
+
+
+def _tiktoken_child(name: str, text: str, queue) -> None:
+    model = load_tokenizer(tokenizer_path(name))
+    tk = build_tiktoken_gpt2(model) if name == "gpt2" else build_tiktoken(name, model)
+    tk.encode_ordinary("warm up")
+    seconds, _ = timed(lambda: tk.encode_ordinary(text), time.process_time)
+    queue.put(seconds)
+
+
+def tiktoken_seconds(name: str, model, text: str, timeout: float) -> float | None:
+    """tiktoken's CPU seconds on ``text`` in a child process, or None when it takes longer than ``timeout``."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_tiktoken_child, args=(name, text, queue))
+    child.start()
+    child.join(timeout + 30)  # + its load
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return None
+    seconds = queue.get() if not queue.empty() else None
+    return seconds if seconds is not None and seconds <= timeout else None
 
 
 def main() -> None:
@@ -267,6 +308,10 @@ def main() -> None:
     parser.add_argument("--adversarial", action="store_true", help="Linear-time check on adversarial inputs instead.")
     parser.add_argument("--sizes", default="1,10", help="Adversarial input sizes in MB.")
     parser.add_argument("--repeat", type=int, default=3, help="Adversarial: repetitions per input (best counts).")
+    parser.add_argument("--engine", default="compiled", choices=["compiled", "pure"], help="Adversarial: which bpefst path.")
+    parser.add_argument("--peer", action="store_true", help="Adversarial: tiktoken at the first size too.")
+    parser.add_argument("--peer-timeout", type=float, default=60.0, help="Adversarial: stop tiktoken after this many seconds.")
+    parser.add_argument("--no-pure", dest="pure", action="store_false", help="Leave out the pure-Python columns.")
     args = parser.parse_args()
     if not SHARED.is_dir():
         sys.exit(f"needs the shared reference data at {SHARED}")

@@ -38,3 +38,51 @@ class DisallowedSpecialError(BpefstError, ValueError):
     def cli_message(self) -> str:
         return (f"the text contains the special token {self.token!r} at character {self.position}, which is not allowed "
                 f"(allow it, e.g. --allowed-special all, or treat it as text with --allowed-special none)")
+
+
+# -- tiktoken's exception types ------------------------------------------------------------
+# Code written for tiktoken catches ValueError, KeyError, TypeError or OverflowError; each
+# error below is that type and a BpefstError at once, so both kinds of caller keep working.
+
+
+class _PlainKeyError(KeyError):
+    """A KeyError whose ``str()`` is its message (a plain KeyError shows the repr of its argument)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownEncodingError(BpefstError, ValueError):
+    """``get_encoding`` found no tokenizer of that name (a ValueError, as in tiktoken)."""
+
+
+class UnknownModelError(BpefstError, _PlainKeyError):
+    """``encoding_name_for_model`` does not know the model (a KeyError, as in tiktoken)."""
+
+
+class UnknownTokenError(BpefstError, _PlainKeyError):
+    """A token id, or the bytes of a single token, not in the vocabulary (a KeyError, as in tiktoken)."""
+
+
+class TokenIdRangeError(UnknownTokenError, OverflowError):
+    """A token id below 0 or above 2**32 - 1 (tiktoken raises OverflowError converting it)."""
+
+
+class ArgumentTypeError(BpefstError, TypeError, ValueError):
+    """An argument of the wrong type: a TypeError, and a ValueError where tiktoken happens to raise one
+    (``disallowed_special="<|endoftext|>"``, a string where a set belongs)."""
+
+
+class InvalidUTF8Error(BpefstError, UnicodeDecodeError):
+    """Tokens whose bytes are not UTF-8 where text is needed (a UnicodeDecodeError, as tiktoken's strict decode)."""
+
+    @classmethod
+    def from_error(cls, error: UnicodeDecodeError) -> "InvalidUTF8Error":
+        return cls(error.encoding, error.object, error.start, error.end, error.reason)
+
+    def __str__(self) -> str:
+        return f"the tokens do not spell UTF-8 text: {UnicodeDecodeError.__str__(self)}"
+
+
+class InvalidEncodingError(BpefstError, ValueError):
+    """tiktoken's constructor was given ranks, specials or a pattern that do not make a tokenizer."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .artifact import peek_kind
-from .errors import BpefstError
+from .errors import BpefstError, UnknownEncodingError
 
 if TYPE_CHECKING:
     from .pipeline.encoder import Tokenizer
@@ -76,15 +76,19 @@ def list_encoding_names() -> list[str]:
 
 
 def get_encoding(name: str) -> "Tokenizer":
-    """The tokenizer called ``name`` on the search path (see the module docstring); cached."""
+    """The tokenizer called ``name`` on the search path (see the module docstring); cached.
+
+    A name that is not found raises :class:`~bpefst.errors.UnknownEncodingError`,
+    a ValueError as in tiktoken, saying where bpefst looked.
+    """
     if not isinstance(name, str) or not name or os.sep in name or name.startswith("."):
-        raise BpefstError(f"get_encoding() takes a tokenizer name such as 'cl100k_base', not {name!r}; "
+        raise UnknownEncodingError(f"get_encoding() takes a tokenizer name such as 'cl100k_base', not {name!r}; "
                           f"use bpefst.load(path) for a file")
     path = find_encoding(name)
     if path is None:
         looked = ", ".join(str(d) for d in search_path())
         tried = " ".join(f"{name}{s}" if s else f"{name}/" for s in SUFFIXES)
-        raise BpefstError(
+        raise UnknownEncodingError(
             f"no tokenizer named {name!r}: looked for {tried} in {looked}. bpefst downloads nothing: put a file there "
             f"(e.g. bpefst convert path/to/tokenizer.json -o {search_path()[-1] / (name + '.bpefst')}) or add its "
             f"directory to {DATA_ENV}"

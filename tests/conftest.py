@@ -23,6 +23,33 @@ settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# The tests that compare token ids run on both engines: `make test` runs the whole suite
+# on the default engine (the compiled core, where it is built), then these modules again
+# with BPEFST_PURE_PYTHON=1 (`pytest -m ids`), so the pure-Python twin is held to the
+# same oracles.  tests/test_native.py pits the two against each other in one process.
+ID_MODULES = {
+    "test_api", "test_chunk_encoder", "test_conformance", "test_hardening", "test_splitter", "test_stream_jobs",
+    "test_stream_memory", "test_tokenize", "test_tokenize_full", "test_validate", "test_validate_tokens",
+    "test_fuzz_artifacts", "test_datasets",
+}
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "ids: compares token ids; run on both engines (see ID_MODULES)")
+    from bpefst import native
+
+    if os.environ.get("BPEFST_PURE_PYTHON", "") not in ("", "0"):
+        assert native.core is None, "BPEFST_PURE_PYTHON is set but the compiled core is in use"
+    elif os.environ.get("BPEFST_REQUIRE_CORE") == "1" and native.core is None:
+        pytest.exit(f"BPEFST_REQUIRE_CORE=1 but the engine is {native.engine_description()}", returncode=3)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in ID_MODULES:
+            item.add_marker(pytest.mark.ids)
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 SKIP_REASON = f"needs the shared reference data at {SHARED_DATA} (absent on this machine)"

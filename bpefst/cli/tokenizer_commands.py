@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from .. import native
 from ..artifact import peek_kind, read_header_and_body, recorded_inputs
 from ..errors import BpefstError
 from ..pipeline.validate import parse_json_ids, parse_words
@@ -33,7 +34,9 @@ def info(tokenizer: str, pattern: str | None, specials: tuple[str, ...], as_json
     if summary is None and is_wordpiece_file(tokenizer):
         summary = load_wordpiece(tokenizer).summary()
     if summary is None:
-        summary = load_model(tokenizer, pattern, specials).summary()
+        model = load_model(tokenizer, pattern, specials)
+        summary = model.summary()
+        summary["engine"] = native.engine_for(model)
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
         return
@@ -108,10 +111,10 @@ def encode(tokenizer: str, input: str, pattern: str | None, specials: tuple[str,
     data = read_input(input)
     if fmt == "jsonl":
         for line in data.splitlines():
-            ids = encoder.encode_bytes(line, allowed_special=allowed, disallowed_special=disallowed)
+            ids = encoder.encode_bytes(line, allowed_special=allowed, disallowed_special=disallowed, errors="surrogateescape")
             sys.stdout.write(json.dumps(ids) + "\n")
         return
-    ids = encoder.encode_bytes(data, allowed_special=allowed, disallowed_special=disallowed)
+    ids = encoder.encode_bytes(data, allowed_special=allowed, disallowed_special=disallowed, errors="surrogateescape")
     if fmt == "tokens":
         for token_id in ids:
             sys.stdout.write(json.dumps(encoder.decode_bytes([token_id]).decode("utf-8", errors="replace"), ensure_ascii=False) + "\n")

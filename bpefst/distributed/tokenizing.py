@@ -65,7 +65,8 @@ class EncodeDocuments:
         if value is None:
             raise BpefstError(f"a row has no {self.column!r} value (null)")
         policy = {"allowed_special": self.allowed, "disallowed_special": self.disallowed}
-        ids = self.tokenizer.encode_bytes(value, **policy) if isinstance(value, bytes) else self.tokenizer.encode(value, **policy)
+        ids = (self.tokenizer.encode_bytes(value, errors="surrogateescape", **policy) if isinstance(value, bytes)
+               else self.tokenizer.encode(value, **policy))
         return self.head + ids + self.tail
 
     def __call__(self, batch: Any) -> Any:

@@ -107,8 +107,8 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
         encoded = _encode_in_workers(tokenizer, batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS),
                                      allowed, disallowed, jobs)
     else:
-        encoded = ((batch, tokenizer.encode_batch([segment.text for segment in batch], allowed_special=allowed,
-                                                  disallowed_special=disallowed))
+        policy = tokenizer.special_policy(allowed, disallowed)  # texts carry invalid bytes as surrogates: no tiktoken reading
+        encoded = ((batch, tokenizer.encode_escaped_batch([segment.text for segment in batch], *policy))
                    for batch in batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS))
     for batch, results in encoded:
         for segment, ids in zip(batch, results):

@@ -4,6 +4,12 @@
 (split off special tokens, cut the rest with the pre-tokenization regex, BPE each
 chunk, concatenate), with the parts that matter for speed and for worst cases:
 
+* the compiled core (:mod:`bpefst.native`, C in ``src/core``) where it is built
+  and the model is byte-level: it pre-tokenizes the preset patterns itself,
+  keeps its own bounded chunk cache and runs BPE on a miss, for a whole text
+  per call, without the GIL for batches; for other patterns it runs the BPE of
+  each cache miss.  Everything below is the pure-Python twin, the reference
+  the compiled path is tested against and the path taken without a compiler;
 * a bounded dictionary cache ``chunk -> ids`` in front of everything (real text
   repeats its chunks; the hot loop is ``findall`` + a dictionary lookup + a list
   extend);
@@ -35,14 +41,17 @@ from collections import deque
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from ..errors import BpefstError
+from .. import native
+from ..errors import ArgumentTypeError, BpefstError, InvalidUTF8Error, TokenIdRangeError, UnknownTokenError
 from ..tokenizer import BPEModel, ReferenceEncoder
 from ..tokenizer.packed_bpe import bpe_packed
 from ..tokenizer.pretokenize import check_disallowed, specials_regex
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
 from ..tokenizer.splitter import Splitter
 from ..tokenizer.reference import decode_input, encode_text
+from ..tokenizer.surrogates import as_text, has_surrogates, split_trailing_high
 from .forking import ForkedCall, PieceQueue, fork_available
+from .tiktoken_api import TiktokenMethods, model_from_tiktoken_arguments
 
 if TYPE_CHECKING:  # the bpe layer is imported when the first cache miss needs it
     from ..bpe.chunk_encoder import ChunkEncoder
@@ -75,7 +84,7 @@ class _ChunkCache(dict):
         return self._miss(chunk)
 
 
-class Tokenizer:
+class Tokenizer(TiktokenMethods):
     """Encode and decode text with one BPE model; exact, bounded memory, linear time.
 
     ``encode(text)`` follows tiktoken's special-token semantics, like the
@@ -89,11 +98,33 @@ class Tokenizer:
     only when a chunk too long for the other routes misses the cache, the
     reference encoder only when asked for.  A tokenizer pickles as its model (the packed tables of a
     ``.bpefst`` artifact); caches and worker pools never travel.
+
+    ``bpefst.Encoding`` is this class under tiktoken's name, and it takes
+    tiktoken's constructor too: ``Encoding(name, pat_str=..., mergeable_ranks=...,
+    special_tokens=..., explicit_n_vocab=...)`` builds the tokenizer from
+    in-memory ranks (:mod:`.tiktoken_api`).
     """
 
-    def __init__(self, model: BPEModel, transducer: "SubsequentialTransducer | None" = None,
-                 cache_size: int = DEFAULT_CACHE, max_states: int | None = None, name: str = ""):
+    def __init__(self, model: BPEModel | str | None = None, transducer: "SubsequentialTransducer | None" = None,
+                 cache_size: int = DEFAULT_CACHE, max_states: int | None = None, name: str = "", *,
+                 pat_str: str | None = None, mergeable_ranks: dict[bytes, int] | None = None,
+                 special_tokens: dict[str, int] | None = None, explicit_n_vocab: int | None = None,
+                 engine: str | None = None):
+        if engine not in (None, "compiled", "pure"):
+            raise ArgumentTypeError(f"engine= takes 'compiled', 'pure' or None (the default engine), not {engine!r}")
+        if engine == "compiled" and native.core is None:
+            raise BpefstError(f"engine='compiled' asked for, but this install runs {native.engine_description()}")
+        if isinstance(model, str):  # tiktoken's Encoding(name, pat_str=..., ...)
+            model, name = None, model
+        if model is None or mergeable_ranks is not None or pat_str is not None or special_tokens is not None:
+            if model is not None:
+                raise ArgumentTypeError("pass either a BPE model or tiktoken's pat_str=, mergeable_ranks=, special_tokens=, not both")
+            model = model_from_tiktoken_arguments(name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab)
+            self._mergeable_ranks, self._special_tokens = mergeable_ranks, special_tokens  # the caller's objects, as tiktoken keeps them
+        elif explicit_n_vocab is not None:
+            raise ArgumentTypeError("explicit_n_vocab= goes with tiktoken's mergeable_ranks= constructor")
         self.model = model
+        self._engine = engine or native.engine()
         self.name = name
         self.max_states = max_states
         self._given_transducer = transducer
@@ -105,6 +136,24 @@ class Tokenizer:
         self._pool_jobs = 0
 
     # -- tables built on first use ----------------------------------------------------
+
+    @property
+    def engine(self) -> str:
+        """``"compiled"`` when the compiled core encodes for this tokenizer, else ``"pure"``."""
+        return "compiled" if self._native is not None else "pure"
+
+    @cached_property
+    def _native(self):
+        """The compiled core's encoder over this model, or None (pure path, or a model it does not take)."""
+        if self._engine != "compiled" or not native.supports(self.model):
+            return None
+        self.model.check_dense()  # its tables are indexed by id, as the pure path's are
+        return native.native_encoder(self.model, self.cache_size)
+
+    @cached_property
+    def _native_scans(self) -> bool:
+        """Whether the compiled core also pre-tokenizes (a preset pattern, or none), so whole texts go to it."""
+        return self._native is not None and native.preset_number(self.model.pattern) is not None
 
     @cached_property
     def reference(self) -> ReferenceEncoder:
@@ -208,7 +257,8 @@ class Tokenizer:
     def __reduce__(self):
         from ..tokenizer.formats.native import model_to_bytes
 
-        return (_unpickle_tokenizer, (model_to_bytes(self.model), self.name, self.cache_size, self.max_states))
+        return (_unpickle_tokenizer, (model_to_bytes(self.model), self.name, self.cache_size, self.max_states,
+                                      self._engine))
 
     def __repr__(self) -> str:
         return f"<bpefst.Tokenizer {self.name or 'unnamed'!r}: {self.model.level}-level BPE, n_vocab={self.n_vocab}>"
@@ -220,7 +270,9 @@ class Tokenizer:
         return self._cache[chunk]
 
     def _miss(self, chunk: str) -> Sequence[int]:
-        if self._byte_codes:
+        if self._native is not None:
+            ids = self._native.bpe_bytes(encode_text(chunk))
+        elif self._byte_codes:
             ids = self._chunk_encoder.encode(chunk)  # see bpefst.bpe.chunk_encoder for the routes
             if ids is None:
                 ids = self.transducer.transduce(encode_text(chunk).decode("latin-1"))
@@ -276,6 +328,13 @@ class Tokenizer:
         strings, and every fresh 4 KB page costs a fault (after a fork for
         ``jobs``, a copy), which made ``jobs=2`` 10-25% slower.
         """
+        if self._native_scans:
+            ids = self._native.encode(text)
+            if ids is not None:  # None: a surrogate, or a chunk too long for the core (the pure path streams it)
+                if out is None:
+                    return ids
+                out += ids
+                return out
         if out is None:
             out = []
         lookup, findall, extend = self._cache.__getitem__, self._findall, out.extend
@@ -319,10 +378,15 @@ class Tokenizer:
         becomes its id; one in ``disallowed_special`` (default ``"all"``: every
         special not allowed) raises :class:`~bpefst.errors.DisallowedSpecialError`;
         any other is plain text.  ``jobs > 1`` splits a long text at safe
-        boundaries across forked processes.
+        boundaries across forked processes.  Surrogates are read as tiktoken
+        reads them (:mod:`..tokenizer.surrogates`).
         """
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
+        text = self._as_text("encode", text, disallowed)
         if jobs > 1 and len(text) > 1 << 16:
+            if self._native_scans and not allowed:
+                parts = [part for _, part in self.split_for_jobs(text, jobs * PIECES_PER_JOB)]
+                return list(chain.from_iterable(self._encode_batch_native(parts, disallowed, jobs)))
             return self._encode_parallel(text, allowed, disallowed, jobs)
         return self._encode_policy(text, allowed, disallowed)
 
@@ -343,23 +407,89 @@ class Tokenizer:
         self.encode_plain(text[pending:], out)
         return out
 
+    def _as_text(self, method: str, text: str, disallowed: frozenset = frozenset()) -> str:
+        """The public methods' ``str`` argument, checked, with surrogates read as tiktoken reads them.
+
+        A disallowed special token is looked for in the caller's own string first,
+        so the error names its position there.
+        """
+        if not isinstance(text, str):
+            hint = " (encode_bytes takes bytes)" if isinstance(text, (bytes, bytearray)) else ""
+            raise ArgumentTypeError(f"{method}() takes a str, not {type(text).__name__}{hint}")
+        if not has_surrogates(text):
+            return text
+        check_disallowed(text, disallowed)
+        return as_text(text)
+
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text`` with special tokens treated as plain text."""
-        return self.encode_plain(text)
+        return self.encode_plain(self._as_text("encode_ordinary", text))
 
-    def encode_bytes(self, data: bytes, **kwargs) -> list[int]:
-        """Raw input: any bytes for byte-level models, UTF-8 (else BpefstError) for character-level."""
-        return self.encode(decode_input(data, self.model.is_byte_level), **kwargs)
+    def encode_bytes(self, data: bytes, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = (),
+                     errors: str = "tiktoken") -> list[int]:
+        """Ids of raw bytes; special tokens are plain text unless allowed.
 
-    def encode_batch(self, texts: Sequence[str], allowed_special: Iterable[str] | str = (),
-                     disallowed_special: Iterable[str] | str = "all", jobs: int = 1) -> list[list[int]]:
-        """``[encode(t) for t in texts]``, across ``jobs`` forked processes when asked."""
+        What happens to bytes that are not UTF-8 is chosen by ``errors``:
+
+        * ``"tiktoken"`` (the default): tiktoken's byte encoder
+          (``Encoding._encode_bytes``): the text before the first invalid byte
+          is encoded as usual, except its last chunk, which is byte-pair encoded
+          together with everything from the invalid byte on, as one piece
+          (:meth:`~.tiktoken_api.TiktokenMethods._encode_invalid_tail`);
+        * ``"surrogateescape"``: every invalid byte stays a byte of its own
+          place in the text (pre-tokenized as punctuation), so any file
+          round-trips through ``decode_bytes``; this is what ``bpefst encode``
+          and ``bpefst tokenize`` do.
+
+        Character-level models need UTF-8 either way (else BpefstError).
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ArgumentTypeError(f"encode_bytes() takes bytes, not {type(data).__name__} (encode takes a str)")
+        if errors not in ("tiktoken", "surrogateescape"):
+            raise ArgumentTypeError(f'encode_bytes(errors=...) is "tiktoken" or "surrogateescape", not {errors!r}')
+        data = bytes(data)
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
+        text = decode_input(data, self.model.is_byte_level)
+        if errors == "tiktoken" and self.model.is_byte_level and has_surrogates(text):
+            check_disallowed(text, disallowed)
+            return self._encode_invalid_tail(data, allowed)
+        return self._encode_policy(text, allowed, disallowed)
+
+    def encode_batch(self, text: Sequence[str], allowed_special: Iterable[str] | str = (),
+                     disallowed_special: Iterable[str] | str = "all", jobs: int = 1, *,
+                     num_threads: int | None = None) -> list[list[int]]:
+        """``[encode(t) for t in text]`` (tiktoken's name for the list), in parallel when asked.
+
+        With the compiled core, ordinary texts (no allowed special tokens) run on
+        ``max(jobs, num_threads)`` threads without the GIL; otherwise ``jobs``
+        forked processes (``num_threads`` alone changes nothing there: Python
+        threads would share one core).
+        """
+        allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
+        _check_threads(num_threads)
+        return self.encode_escaped_batch([self._as_text("encode_batch", t, disallowed) for t in text], allowed, disallowed,
+                                         max(jobs, num_threads or 1) if self._native_scans else jobs)
+
+    def encode_escaped_batch(self, texts: Sequence[str], allowed: frozenset, disallowed: frozenset, jobs: int = 1) -> list[list[int]]:
+        """``encode_batch`` for texts of bpefst's streaming path, whose lone surrogates are raw bytes
+        (``surrogateescape``) and stay so; ``allowed`` / ``disallowed`` as :meth:`special_policy` gives them."""
+        if self._native_scans and not allowed:
+            return self._encode_batch_native(list(texts), disallowed, jobs)
         if jobs <= 1 or len(texts) < 2 or not fork_available():
             return [self._encode_policy(t, allowed, disallowed) for t in texts]
         pool = self._get_pool(jobs)
         chunk = max(1, len(texts) // (jobs * 8))
         return pool.starmap(_worker_encode_list, [(t, allowed, disallowed, 0) for t in texts], chunksize=chunk)
+
+    def _encode_batch_native(self, texts: list[str], disallowed: frozenset, threads: int) -> list[list[int]]:
+        """Ordinary texts on ``threads`` threads of the compiled core (it releases the GIL)."""
+        for text in texts:
+            check_disallowed(text, disallowed, 0)
+        results = self._native.encode_batch(texts, max(1, threads))
+        for i, ids in enumerate(results):
+            if ids is None:  # declined (a surrogate, a very long chunk): the pure path
+                results[i] = self.encode_plain(texts[i])
+        return results
 
     def encode_iterable(self, texts: Iterable[str], allowed_special: Iterable[str] | str = (),
                         disallowed_special: Iterable[str] | str = "all") -> Iterator[int]:
@@ -368,13 +498,17 @@ class Tokenizer:
         Pieces may be cut anywhere (inside a chunk, a special token or a line);
         ids are yielded once the text before a safe cut is known, so memory is
         bounded by the longest stretch without one (for the preset patterns, a
-        line).  The ids equal ``encode("".join(texts))``.
+        line).  The ids equal ``encode("".join(texts))``, surrogates included: a
+        pair cut between two pieces is joined, as in the whole text.
         """
         stream = self.incremental(allowed_special, disallowed_special)
+        high = ""  # a high surrogate that ended the last piece: the next piece may start with its pair's other half
         for text in texts:
             if not isinstance(text, str):
-                raise BpefstError(f"encode_iterable() takes an iterable of str, found {type(text).__name__}")
-            yield from stream.feed(text)
+                raise ArgumentTypeError(f"encode_iterable() takes an iterable of str, found {type(text).__name__}")
+            text, high = split_trailing_high(high + text)
+            yield from stream.feed(as_text(text))
+        yield from stream.feed(as_text(high))
         yield from stream.finish()
 
     def encode_to_numpy(self, text: str, allowed_special: Iterable[str] | str = (),
@@ -392,47 +526,64 @@ class Tokenizer:
             table[sid] = text.encode("utf-8")
         return table
 
-    def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        """The bytes ``ids`` spell (for a character-level model, UTF-8 with end-of-word markers kept)."""
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """The bytes the ids ``tokens`` spell (for a character-level model, UTF-8 with end-of-word markers kept)."""
         try:
-            return b"".join(map(self._decoder.__getitem__, ids))
+            return b"".join(map(self._decoder.__getitem__, tokens))
         except (KeyError, TypeError):
-            bad = next(i for i in ids if i not in self._decoder)
-            raise BpefstError(f"token id {bad!r} is not in the vocabulary (ids go up to {self.model.max_id})") from None
+            bad = next(i for i in tokens if not isinstance(i, int) or i not in self._decoder)
+            raise self._unknown_id(bad) from None
 
-    def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
-        """The text of ``ids``; invalid UTF-8 becomes U+FFFD (``errors`` as for ``bytes.decode``)."""
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """The text of the ids ``tokens``; invalid UTF-8 becomes U+FFFD (``errors`` as for ``bytes.decode``;
+        with ``"strict"`` it raises :class:`~bpefst.errors.InvalidUTF8Error`, a ``UnicodeDecodeError``)."""
         if not self.model.is_byte_level:
-            return self.reference.decode(ids)
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+            return self.reference.decode(tokens)
+        try:
+            return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+        except UnicodeDecodeError as error:
+            raise InvalidUTF8Error.from_error(error) from None
 
-    def decode_tokens_bytes(self, ids: Sequence[int]) -> list[bytes]:
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
         """The bytes of each token."""
-        return [self.token_bytes(i) for i in ids]
+        return [self.token_bytes(i) for i in tokens]
 
-    def decode_with_offsets(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
         """The text of ``ids`` and the character offset where each token starts, as tiktoken gives them.
 
         A token's offset counts the characters whose first byte comes before
         the token's first byte.  A token that starts inside a multi-byte
         character (a continuation byte, 0x80-0xBF) is placed at that
         character, so every offset points at a character the token helps spell.
+        Tokens that do not spell UTF-8 raise :class:`~bpefst.errors.InvalidUTF8Error`
+        (a ``UnicodeDecodeError``), as tiktoken's do: offsets into text that is
+        not there would mean nothing.
         """
-        pieces = self.decode_tokens_bytes(ids)
+        pieces = self.decode_tokens_bytes(tokens)
         offsets = []
         started = 0  # characters begun so far: bytes that are not UTF-8 continuation bytes
         for piece in pieces:
             inside = bool(piece) and 0x80 <= piece[0] < 0xC0
             offsets.append(max(0, started - inside))
             started += len(piece) - sum(1 for byte in piece if 0x80 <= byte < 0xC0)
-        return b"".join(pieces).decode("utf-8", errors="replace"), offsets
+        try:
+            return b"".join(pieces).decode("utf-8"), offsets
+        except UnicodeDecodeError as error:
+            raise InvalidUTF8Error.from_error(error) from None
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token (special tokens as their UTF-8 text)."""
-        found = self._decoder.get(token_id)
+        found = self._decoder.get(token_id) if isinstance(token_id, int) else None
         if found is None:
-            raise BpefstError(f"token id {token_id!r} is not in the vocabulary (ids go up to {self.model.max_id})")
+            raise self._unknown_id(token_id)
         return found
+
+    def _unknown_id(self, token_id) -> BpefstError:
+        """The error for an id that decodes to nothing, of the type tiktoken raises for it."""
+        if not isinstance(token_id, int):
+            return ArgumentTypeError(f"token ids are ints, found {token_id!r} ({type(token_id).__name__})")
+        error = TokenIdRangeError if not 0 <= token_id < 1 << 32 else UnknownTokenError
+        return error(f"token id {token_id} is not in the vocabulary (ids go up to {self.model.max_id})")
 
     def incremental(self, allowed_special: Iterable[str] | str = (), disallowed_special: Iterable[str] | str = "all") -> "IncrementalEncoder":
         """An :class:`IncrementalEncoder`: ``feed(text)`` returns the ids already decided, ``finish()`` the rest."""
@@ -559,6 +710,8 @@ class Tokenizer:
 
     def _build_tables(self) -> None:
         """Build now what encoding builds on first use, so that forked processes share it instead of each building it."""
+        if self._native is not None:
+            return
         if self._byte_codes:
             # the transducer only takes the chunks the chunk encoder declines: rare, so it is built
             # where one is met rather than before every fork (0.7 s for cl100k, on one core)
@@ -596,10 +749,15 @@ def _forget_oldest_half(cache: dict) -> None:
     deque(map(cache.pop, list(islice(cache, max(1, len(cache) // 2)))), maxlen=0)
 
 
+def _check_threads(num_threads: int | None) -> None:
+    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+        raise ArgumentTypeError(f"num_threads= takes a positive int, not {num_threads!r}")
+
+
 def _names(argument: str, value: Iterable[str] | str) -> Iterable[str]:
     """``allowed_special`` / ``disallowed_special`` must be "all" or a collection of texts (a bare string is a mistake)."""
     if isinstance(value, str):
-        raise BpefstError(f'{argument}= takes "all" or a collection of special-token texts, not the string {value!r} '
+        raise ArgumentTypeError(f'{argument}= takes "all" or a collection of special-token texts, not the string {value!r} '
                           f'(write {argument}={{{value!r}}})')
     return value
 
@@ -621,10 +779,12 @@ def tokenizer_name(path: str | os.PathLike) -> str:
     return base.split(".")[0]
 
 
-def _unpickle_tokenizer(model_bytes: bytes, name: str, cache_size: int, max_states: int) -> Tokenizer:
+def _unpickle_tokenizer(model_bytes: bytes, name: str, cache_size: int, max_states: int, engine: str | None = None) -> Tokenizer:
     from ..tokenizer.formats.native import model_from_bytes
 
-    return Tokenizer(model_from_bytes(model_bytes), cache_size=cache_size, max_states=max_states, name=name)
+    if engine == "compiled" and native.core is None:
+        engine = None  # unpickled where the core is not built: the pure path
+    return Tokenizer(model_from_bytes(model_bytes), cache_size=cache_size, max_states=max_states, name=name, engine=engine)
 
 
 # -- workers (fork start method: they inherit the parent's tokenizer) -------------------------
@@ -657,6 +817,8 @@ def _unpack_pieces(data: bytes) -> dict[int, array]:
         at += length
     return pieces
 
+
+Encoding = Tokenizer  # tiktoken's name for the same class: ``import bpefst as tiktoken`` works
 
 # The incremental encoder lives in its own module (it imports nothing from here at load time).
 from .incremental import IncrementalEncoder  # noqa: E402

@@ -276,7 +276,7 @@ class DecodingValidator(_StreamChecker):
         first = max(lo, k - 1)
         last = through + 1 if through is not None else min(hi, k + 2) if wide else k + 1
         span = b"".join(self.token_bytes[t] for t in ids[first:last])
-        canonical = self.encoder.encode_bytes(span, allowed_special="all")
+        canonical = self.encoder.encode_bytes(span, allowed_special="all", errors="surrogateescape")
         previous = ids[k - 1] if k > 0 else self._settled_last
         return Violation(offset + k, previous, ids[k], reason, span, canonical)
 

@@ -67,8 +67,11 @@ class ReferenceEncoder:
         """Token ids of ``text`` with special tokens treated as plain text."""
         return self.encode(text, allowed_special=(), disallowed_special=())
 
-    def encode_bytes(self, data: bytes, **kwargs) -> list[int]:
-        """Encode raw input: any bytes for byte-level models, UTF-8 for character-level."""
+    def encode_bytes(self, data: bytes, errors: str = "surrogateescape", **kwargs) -> list[int]:
+        """Encode raw input: any bytes for byte-level models (invalid UTF-8 bytes kept as bytes of their
+        own, ``surrogateescape``, the only mode here), UTF-8 for character-level."""
+        if errors != "surrogateescape":
+            raise BpefstError(f'the reference encoder reads bytes with errors="surrogateescape" only, not {errors!r}')
         return self.encode(decode_input(data, self.model.is_byte_level), **kwargs)
 
     def encode_chunk(self, chunk: str) -> tuple[int, ...]:

@@ -21,11 +21,13 @@ import base64
 import binascii
 import gzip
 import os
+from array import array
 from operator import itemgetter
 from pathlib import Path
 
+from ... import native
 from ...artifact import atomic_write_bytes
-from ...errors import BpefstError
+from ...errors import ArgumentTypeError, BpefstError
 from ..model import MAX_ID, BPEModel
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 from ..packed_bpe import bpe_packed, pair_shift
@@ -142,6 +144,8 @@ def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int],
     if missing:
         raise BpefstError(f"rank file lacks single-byte tokens (e.g. byte {missing[0]}); cannot recover merges")
     byte_ids = [ranks[bytes([b])] for b in range(256)]
+    if native.core is not None:
+        return _recover_compiled(ranks, byte_ids)
     table_of_bytes = bytes(byte_ids) if max(byte_ids) < 256 else None  # bytes.translate turns a token into its byte ids
     shift = pair_shift(ranks.values())
     table: dict[int, int] = {}
@@ -166,6 +170,16 @@ def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int],
     return merges, results, table, shift
 
 
+def _recover_compiled(ranks: dict[bytes, int], byte_ids: list[int]) -> tuple[list[tuple[int, int]], list[int], None, int]:
+    """:func:`_recover` by the compiled core (the same algorithm in C); the packed table is left to the model to build."""
+    longer = sorted((item for item in ranks.items() if len(item[0]) > 1), key=itemgetter(1))
+    triples = array("I")
+    triples.frombytes(native.core.recover_merges(array("I", byte_ids).tobytes(), list(map(itemgetter(0), longer)),
+                                                 array("I", map(itemgetter(1), longer)).tobytes()))
+    merges = list(zip(triples[0::3], triples[1::3]))
+    return merges, triples[2::3].tolist(), None, 0
+
+
 def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEModel:
     """A rank file; a known encoding's name brings its pattern and specials (add others with
     :func:`..overrides.add_specials`, as ``load_tokenizer(specials=...)`` does)."""
@@ -178,18 +192,49 @@ def read(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE) -> BPEMo
         specials = dict(default_specials)
     elif pattern is FROM_FILE:
         raise BpefstError(f"{path}: a tiktoken rank file does not say its pre-tokenization pattern; pass --pattern, or pattern= in Python (gpt2, cl100k, o200k, none or a regex)")
-    vocab = {rank: token for token, rank in ranks.items()}
     try:
-        merges, results, table, shift = _recover(ranks)
-        # Ranks were checked, recovered merges are proper by construction, known specials are facts of tiktoken.
-        model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
-        # built anyway while recovering (the ranks are the ids); every recovered merge's result is reachable
-        # (BPE of its bytes ends in it)
-        model.__dict__.update(token_to_id=ranks, merge_results=results, packed_merges=(table, shift),
-                              known_reachable=frozenset(results).union(ranks[bytes([b])] for b in range(256)))
-        return model
+        return model_from_ranks(ranks, pattern, specials)
     except BpefstError as exc:
         raise BpefstError(f"{path}: {exc}") from None
+
+
+def model_from_ranks(ranks: dict[bytes, int], pattern: str | None, specials: dict[str, int]) -> BPEModel:
+    """The byte-level model of a checked rank table (ids = ranks) with its pattern and specials.
+
+    tiktoken looks a whole chunk up in the ranks before running BPE, so a
+    token BPE cannot build (none in OpenAI's encodings) is still produced when
+    a chunk spells it exactly; such a table gets HF's ``ignore_merges``, which
+    is that rule.
+    """
+    vocab = {rank: token for token, rank in ranks.items()}
+    merges, results, table, shift = _recover(ranks)
+    # Ranks were checked, recovered merges are proper by construction, specials were checked by the caller.
+    model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern,
+                               ignore_merges=len(merges) + 256 < len(ranks))
+    # built anyway while recovering (the ranks are the ids); every recovered merge's result is reachable
+    # (BPE of its bytes ends in it)
+    model.__dict__.update(token_to_id=ranks, merge_results=results,
+                          known_reachable=frozenset(results).union(ranks[bytes([b])] for b in range(256)))
+    if table is not None:  # the pure recovery's table (the compiled one leaves it to the model, built if needed)
+        model.__dict__["packed_merges"] = (table, shift)
+    return model
+
+
+def check_ranks(ranks: dict[bytes, int]) -> None:
+    """Raise BpefstError unless ``ranks`` is a rank table: non-empty bytes -> distinct ids in 0..MAX_ID."""
+    if not isinstance(ranks, dict) or not ranks:
+        raise ArgumentTypeError(f"mergeable_ranks= takes a non-empty dict of token bytes -> rank, not {type(ranks).__name__}")
+    for token, rank in ranks.items():
+        if not isinstance(token, bytes) or not token:
+            raise ArgumentTypeError(f"mergeable_ranks: every token is non-empty bytes, found {token!r}")
+        if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank <= MAX_ID:
+            raise ArgumentTypeError(f"mergeable_ranks: the rank of {token!r} is {rank!r}; ranks are ints from 0 to {MAX_ID}")
+    if len(set(ranks.values())) != len(ranks):
+        seen: dict[int, bytes] = {}
+        for token, rank in ranks.items():
+            if rank in seen:
+                raise BpefstError(f"mergeable_ranks: rank {rank} is given to two tokens ({seen[rank]!r} and {token!r})")
+            seen[rank] = token
 
 
 def write(model: BPEModel, path: str | os.PathLike) -> None:

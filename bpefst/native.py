@@ -1,0 +1,99 @@
+"""Which engine runs the per-byte loops: the compiled core or pure Python.
+
+bpefst's hot loops (pre-tokenizing the preset patterns, the chunk cache, BPE
+of a chunk on a miss) run in one compiled extension, ``bpefst._core`` (C,
+``src/core``), built by the package's own build.  It holds loops, not
+concepts: this module packs the tables it walks from a :class:`BPEModel`
+(merges as ``(left, right, result)`` triples in rank order, the id of each
+byte, the preset's number), and the pure-Python code it replaces stays as the
+reference and the fallback (``bpefst/pipeline/encoder.py`` with
+``tokenizer/splitter.py`` and ``tokenizer/packed_bpe.py``).
+
+The pure path runs where the extension was not built (no compiler at install
+time), or when ``BPEFST_PURE_PYTHON=1`` is set before bpefst is imported.
+:func:`engine` says which one runs; ``bpefst info`` prints it.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from operator import itemgetter
+from typing import TYPE_CHECKING
+
+from .tokenizer.pretokenize import PRESETS
+
+if TYPE_CHECKING:
+    from .tokenizer import BPEModel
+
+PURE_VARIABLE = "BPEFST_PURE_PYTHON"
+CORE_MAX_ID = (1 << 26) - 1  # the largest id the core's tables take (src/core/core.c MAX_ID)
+CACHE_SLOTS = 1 << 16  # chunk cache entries per thread, 64 bytes each
+
+
+def _load_core():
+    if os.environ.get(PURE_VARIABLE, "") not in ("", "0"):
+        return None, f"pure Python ({PURE_VARIABLE} is set)"
+    try:
+        from . import _core
+    except ImportError:
+        return None, "pure Python (the compiled core was not built when bpefst was installed)"
+    return _core, "compiled (C extension bpefst._core)"
+
+
+core, _description = _load_core()
+
+
+def engine() -> str:
+    """``"compiled"`` or ``"pure"``: the engine new tokenizers use by default."""
+    return "compiled" if core is not None else "pure"
+
+
+def engine_description() -> str:
+    """One line for ``bpefst info``: the engine and, for the pure path, why."""
+    return _description
+
+
+def engine_for(model: "BPEModel") -> str:
+    """One line: the engine that encodes with ``model`` by default, and why when it is the pure path."""
+    if core is not None and not supports(model):
+        return "pure Python (the compiled core takes byte-level BPE with every byte a token, no ignore_merges)"
+    return engine_description()
+
+
+def preset_number(pattern: str | None) -> int | None:
+    """The core's number for a pre-tokenization pattern it scans itself, else None (``regex`` does it)."""
+    if core is None:
+        return None
+    if pattern is None:
+        return core.PATTERN_NONE
+    numbers = {PRESETS["gpt2"]: core.PATTERN_GPT2, PRESETS["cl100k"]: core.PATTERN_CL100K,
+               PRESETS["o200k"]: core.PATTERN_O200K}
+    return numbers.get(pattern)
+
+
+def supports(model: "BPEModel") -> bool:
+    """Whether the core can encode with ``model``: byte-level BPE with every byte a token, plain merges."""
+    return (core is not None and model.is_byte_level and not model.ignore_merges and model.max_id <= CORE_MAX_ID
+            and all(bytes([b]) in model.token_to_id for b in range(256)))
+
+
+def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
+    """A ``bpefst._core.Encoder`` over ``model``'s tables (see :func:`supports`).
+
+    Patterns the core does not scan get number ``PATTERN_NONE`` here; their
+    callers pre-tokenize with ``regex`` and use only ``bpe_bytes``.  The chunk
+    cache has ``cache_size`` entries per thread, rounded down to a power of two,
+    at most :data:`CACHE_SLOTS`.
+    """
+    token_to_id = model.token_to_id
+    byte_ids = array("I", (token_to_id[bytes([b])] for b in range(256)))
+    merges = model.merges
+    triples = array("I", bytes(12 * len(merges)))
+    triples[0::3] = array("I", map(itemgetter(0), merges))
+    triples[1::3] = array("I", map(itemgetter(1), merges))
+    triples[2::3] = array("I", model.merge_results)
+    number = preset_number(model.pattern)
+    slots = 1 << max(0, min(CACHE_SLOTS, int(cache_size)).bit_length() - 1)  # a power of two, at most CACHE_SLOTS
+    return core.Encoder(byte_ids.tobytes(), triples.tobytes(), model.max_id,
+                        core.PATTERN_NONE if number is None else number, slots)

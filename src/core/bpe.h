@@ -1,0 +1,206 @@
+/* Textbook BPE of one chunk over a table of merges.
+ *
+ * The rule (Sennrich et al. 2016; the reference encoder in
+ * bpefst/tokenizer/reference.py): repeatedly merge the adjacent pair of
+ * lowest rank, the leftmost one among equal ranks, until no adjacent pair is a
+ * merge.  Short chunks (almost all of real text) keep the pair ranks in an
+ * array and scan it for the minimum, as bpefst/tokenizer/packed_bpe.py does:
+ * O(n^2) but a few cache lines.  Longer chunks keep the symbols in a linked
+ * list and the pairs in a binary heap keyed by (rank, position), so the
+ * leftmost lowest pair is the heap's top and each merge costs O(log n):
+ * O(n log n) for a megabyte of one letter.  Stale heap entries (a neighbour
+ * merged since they were pushed) are recognised by re-reading the pair.
+ */
+#ifndef BPEFST_BPE_H
+#define BPEFST_BPE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_RANK UINT32_MAX
+
+/* Open addressing: (left << 32 | right) -> (rank, result). */
+typedef struct {
+    uint64_t *keys; /* EMPTY_KEY where free */
+    uint32_t *ranks;
+    uint32_t *results;
+    uint64_t mask;
+    int shift;
+} PairTable;
+
+#define EMPTY_KEY UINT64_MAX
+
+static inline uint64_t pair_key(uint32_t left, uint32_t right) { return (uint64_t)left << 32 | right; }
+
+static inline uint64_t pair_slot(const PairTable *table, uint64_t key) {
+    return (key * 0x9E3779B97F4A7C15ull) >> table->shift;
+}
+
+static void pair_table_free(PairTable *table) {
+    free(table->keys);
+    free(table->ranks);
+    free(table->results);
+    memset(table, 0, sizeof *table);
+}
+
+/* Room for `count` merges at a load of at most one half; 0 on success. */
+static int pair_table_init(PairTable *table, size_t count) {
+    int bits = 4;
+    while (((size_t)1 << bits) < 2 * count + 2) bits++;
+    size_t size = (size_t)1 << bits;
+    table->keys = malloc(size * sizeof(uint64_t));
+    table->ranks = malloc(size * sizeof(uint32_t));
+    table->results = malloc(size * sizeof(uint32_t));
+    if (!table->keys || !table->ranks || !table->results) {
+        pair_table_free(table);
+        return -1;
+    }
+    memset(table->keys, 0xFF, size * sizeof(uint64_t));
+    table->mask = size - 1;
+    table->shift = 64 - bits;
+    return 0;
+}
+
+/* Adds a merge; a pair already present keeps its first (lowest) rank, as in the reference encoder. */
+static void pair_table_add(PairTable *table, uint32_t left, uint32_t right, uint32_t rank, uint32_t result) {
+    uint64_t key = pair_key(left, right), slot = pair_slot(table, key);
+    while (table->keys[slot] != EMPTY_KEY) {
+        if (table->keys[slot] == key) return;
+        slot = (slot + 1) & table->mask;
+    }
+    table->keys[slot] = key;
+    table->ranks[slot] = rank;
+    table->results[slot] = result;
+}
+
+/* The rank of the pair (NO_RANK when it is not a merge) and its result in *result. */
+static inline uint32_t pair_rank(const PairTable *table, uint32_t left, uint32_t right, uint32_t *result) {
+    uint64_t key = pair_key(left, right), slot = pair_slot(table, key);
+    for (;;) {
+        uint64_t found = table->keys[slot];
+        if (found == key) {
+            *result = table->results[slot];
+            return table->ranks[slot];
+        }
+        if (found == EMPTY_KEY) return NO_RANK;
+        slot = (slot + 1) & table->mask;
+    }
+}
+
+/* Chunks up to this many symbols take the array scan. */
+#define SHORT_BPE 64
+
+/* BPE of ids[0..n) in place; returns the new length. */
+static size_t bpe_short(const PairTable *table, uint32_t *ids, size_t n) {
+    uint32_t ranks[SHORT_BPE], results[SHORT_BPE];
+    if (n < 2) return n;
+    for (size_t i = 0; i + 1 < n; i++) ranks[i] = pair_rank(table, ids[i], ids[i + 1], &results[i]);
+    for (;;) {
+        size_t best = 0;
+        uint32_t low = NO_RANK;
+        for (size_t i = 0; i + 1 < n; i++)
+            if (ranks[i] < low) {
+                low = ranks[i];
+                best = i;
+            }
+        if (low == NO_RANK) return n;
+        ids[best] = results[best];
+        n--;
+        memmove(ids + best + 1, ids + best + 2, (n - best - 1) * sizeof(uint32_t));
+        memmove(ranks + best + 1, ranks + best + 2, (n > best + 2 ? n - best - 2 : 0) * sizeof(uint32_t));
+        memmove(results + best + 1, results + best + 2, (n > best + 2 ? n - best - 2 : 0) * sizeof(uint32_t));
+        if (best > 0) ranks[best - 1] = pair_rank(table, ids[best - 1], ids[best], &results[best - 1]);
+        if (best + 1 < n) ranks[best] = pair_rank(table, ids[best], ids[best + 1], &results[best]);
+    }
+}
+
+/* --- the long route: linked list + heap of (rank << 32 | position) --- */
+
+typedef struct {
+    uint64_t *items;
+    size_t size, capacity;
+} Heap;
+
+static int heap_push(Heap *heap, uint64_t item) {
+    if (heap->size == heap->capacity) {
+        size_t capacity = heap->capacity ? 2 * heap->capacity : 64;
+        uint64_t *items = realloc(heap->items, capacity * sizeof(uint64_t));
+        if (!items) return -1;
+        heap->items = items;
+        heap->capacity = capacity;
+    }
+    size_t i = heap->size++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (heap->items[parent] <= item) break;
+        heap->items[i] = heap->items[parent];
+        i = parent;
+    }
+    heap->items[i] = item;
+    return 0;
+}
+
+static uint64_t heap_pop(Heap *heap) {
+    uint64_t top = heap->items[0], last = heap->items[--heap->size];
+    size_t i = 0, n = heap->size;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && heap->items[child + 1] < heap->items[child]) child++;
+        if (heap->items[child] >= last) break;
+        heap->items[i] = heap->items[child];
+        i = child;
+    }
+    if (n) heap->items[i] = last;
+    return top;
+}
+
+#define NONE_POS UINT32_MAX
+
+/* BPE of ids[0..n) in place for any n < 2^32; returns the new length, or (size_t)-1 when out of memory. */
+static size_t bpe_long(const PairTable *table, uint32_t *ids, size_t n) {
+    if (n <= SHORT_BPE) return bpe_short(table, ids, n);
+    uint32_t *next = malloc(n * sizeof(uint32_t)), *prev = malloc(n * sizeof(uint32_t));
+    Heap heap = {0};
+    size_t out = (size_t)-1;
+    if (!next || !prev) goto done;
+    for (size_t i = 0; i < n; i++) {
+        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NONE_POS;
+        prev[i] = i ? (uint32_t)(i - 1) : NONE_POS;
+    }
+    uint32_t result;
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint32_t rank = pair_rank(table, ids[i], ids[i + 1], &result);
+        if (rank != NO_RANK && heap_push(&heap, (uint64_t)rank << 32 | i)) goto done;
+    }
+    while (heap.size) {
+        uint64_t item = heap_pop(&heap);
+        uint32_t rank = (uint32_t)(item >> 32), at = (uint32_t)item;
+        uint32_t right = next[at];
+        /* stale: `at` was merged into its left neighbour, or its pair changed */
+        if (prev[at] == at || right == NONE_POS || pair_rank(table, ids[at], ids[right], &result) != rank) continue;
+        ids[at] = result;
+        next[at] = next[right];
+        if (next[right] != NONE_POS) prev[next[right]] = at;
+        prev[right] = right; /* marks `right` as gone */
+        uint32_t before = prev[at];
+        if (before != NONE_POS) {
+            uint32_t r = pair_rank(table, ids[before], ids[at], &result);
+            if (r != NO_RANK && heap_push(&heap, (uint64_t)r << 32 | before)) goto done;
+        }
+        if (next[at] != NONE_POS) {
+            uint32_t r = pair_rank(table, ids[at], ids[next[at]], &result);
+            if (r != NO_RANK && heap_push(&heap, (uint64_t)r << 32 | at)) goto done;
+        }
+    }
+    out = 0;
+    for (uint32_t i = 0; i != NONE_POS; i = next[i]) ids[out++] = ids[i];
+done:
+    free(next);
+    free(prev);
+    free(heap.items);
+    return out;
+}
+
+#endif

@@ -1,0 +1,263 @@
+"""The compiled core (``bpefst._core``) against its independent oracles.
+
+* its Unicode class table against the ``regex`` module, code point by code point;
+* its pre-tokenizers against ``regex.finditer`` of the preset patterns,
+  exhaustively on short strings over the characters the patterns tell apart,
+  and on generated text of every script;
+* its encoder against the pure-Python path, tiktoken and HF ``tokenizers``
+  (hypothesis, every script), and against the reference encoder on random
+  merge lists;
+* its inputs: tables that lie, wrong types, surrogates: an exception or a
+  declined call, never a crash.
+
+Each test skips with the reason when the extension is not built here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import random
+import subprocess
+import sys
+import unicodedata
+from array import array
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bpefst import native
+from bpefst.pipeline.encoder import Tokenizer
+from bpefst.tokenizer import PRESETS, ReferenceEncoder
+
+from conftest import TIKTOKEN_SPECS, corpus_prefix, hf_gpt2_oracle, require_shared, tiktoken_oracle
+from small_models import random_byte_model
+
+core = native.core
+needs_core = pytest.mark.skipif(core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")
+pytestmark = needs_core
+
+# Characters the preset patterns tell apart: letters of each case class, a mark, numbers,
+# each kind of space and line break, the apostrophe and contraction letters (ſ folds to s), '/'.
+ALPHABET = ["a", "B", "ǅ", "ʰ", "中", "\u0301", "1", "٣", " ", "\n", "\r", "\t", "'", "s", "S", "ſ", "l", "r",
+            "e", "v", "/", ".", "\u00a0", "\x1c"]
+PRESET_NUMBERS = {"gpt2": "PATTERN_GPT2", "cl100k": "PATTERN_CL100K", "o200k": "PATTERN_O200K"}
+
+
+def scanner(preset: str):
+    """An encoder with no merges, only for its ``chunk_ends``."""
+    return core.Encoder(bytes(1024), b"", 0, getattr(core, PRESET_NUMBERS[preset]))
+
+
+def regex_ends(preset: str, text: str) -> list[int]:
+    return [match.end() for match in regex.finditer(PRESETS[preset], text)]
+
+
+def test_class_table_matches_the_regex_module() -> None:
+    """Each code point's class bits equal what ``regex`` says of \\p{Lu} ... \\s (a stale table fails here)."""
+    every = "".join(map(chr, range(0x110000)))
+    expected = bytearray(0x110000)
+    for bit, pattern in enumerate([r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}", r"\p{N}", r"\s"]):
+        for match in regex.finditer(pattern + "+", every):
+            for code in range(match.start(), match.end()):
+                expected[code] |= 1 << bit
+    table = core.class_table()
+    differing = [hex(code) for code in range(0x110000) if table[code] != expected[code]][:10]
+    assert not differing, f"classes differ from regex {regex.__version__} at {differing}; run tools/gen_unicode_classes.py"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_NUMBERS))
+def test_scanner_exhaustive_short_strings(preset: str) -> None:
+    """Every string of up to 4 characters over ALPHABET is cut exactly as ``regex`` cuts it."""
+    scan = scanner(preset)
+    for length in range(1, 5):
+        for letters in itertools.product(ALPHABET, repeat=length):
+            text = "".join(letters)
+            assert scan.chunk_ends(text) == regex_ends(preset, text), repr(text)
+
+
+def random_text(rng: random.Random, size: int) -> str:
+    """Code points from the whole range, the BMP, and ASCII, mixed."""
+    pick = (lambda: rng.randrange(0x110000), lambda: rng.randrange(0x3000), lambda: rng.randrange(128))
+    return "".join(chr(rng.choice(pick)()) for _ in range(size))
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_NUMBERS))
+def test_scanner_random_text_of_every_script(preset: str) -> None:
+    scan, rng = scanner(preset), random.Random(7)
+    for _ in range(2000):
+        text = random_text(rng, rng.randrange(1, 60))
+        assert scan.chunk_ends(text) == regex_ends(preset, text), repr(text)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_NUMBERS))
+def test_scanner_on_the_corpora(preset: str) -> None:
+    scan = scanner(preset)
+    for corpus in ("pydocs", "fortunes"):
+        text = corpus_prefix(corpus, 300_000)
+        assert scan.chunk_ends(text) == regex_ends(preset, text)
+
+
+def real_tokenizers():
+    data = require_shared()
+    return {"cl100k_base": data / "tiktoken" / "cl100k_base.tiktoken.gz",
+            "o200k_base": data / "tiktoken" / "o200k_base.tiktoken.gz", "gpt2": data / "gpt2" / "vocab.json"}
+
+
+def both_engines(kind: str) -> tuple[Tokenizer, Tokenizer]:
+    path = real_tokenizers()[kind]
+    return _loaded(str(path), "compiled"), _loaded(str(path), "pure")
+
+
+_LOADED: dict = {}
+
+
+def _loaded(path: str, engine: str) -> Tokenizer:
+    if (path, engine) not in _LOADED:
+        _LOADED[path, engine] = Tokenizer.load(path, engine=engine)
+    return _LOADED[path, engine]
+
+
+def oracle(kind: str, text: str) -> list[int]:
+    if kind in TIKTOKEN_SPECS:
+        return tiktoken_oracle(kind).encode_ordinary(text)
+    return hf_gpt2_oracle().encode(text, add_special_tokens=False).ids
+
+
+# Every Unicode category, surrogates included (the compiled path declines them; the ids must not change).
+SCRIPT_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=80)
+WORDS = st.lists(st.sampled_from(["the", " The", "'s", "'LL", " \n", "\r\n", "  ", "123456", " Привет", "中文字符",
+                                  "ﬁ", "é", "\u0301", "🙂", "/", "\t", "x" * 70]), max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.one_of(SCRIPT_TEXT, WORDS, st.lists(st.one_of(SCRIPT_TEXT, WORDS), max_size=4).map("".join)))
+def test_compiled_equals_pure_and_the_oracles(text: str) -> None:
+    for kind in ("cl100k_base", "o200k_base", "gpt2"):
+        compiled, pure = both_engines(kind)
+        ids = compiled.encode_ordinary(text)
+        assert ids == pure.encode_ordinary(text)
+        # the oracles take UTF-8 text, and disagree with `regex` on characters assigned after Unicode 14 (see
+        # test_conformance.drop_unassigned): compare on the text without surrogates and such characters
+        clean = "".join(c for c in text if not 0xD800 <= ord(c) <= 0xDFFF and unicodedata.category(c) != "Cn")
+        assert compiled.encode_ordinary(clean) == oracle(kind, clean), repr(clean)
+
+
+def test_compiled_equals_pure_on_the_corpora() -> None:
+    for kind in ("cl100k_base", "o200k_base", "gpt2"):
+        compiled, pure = both_engines(kind)
+        assert compiled.engine == "compiled" and pure.engine == "pure"
+        for corpus in ("pydocs", "fortunes"):
+            text = corpus_prefix(corpus, 400_000)
+            assert compiled.encode_ordinary(text) == pure.encode_ordinary(text) == oracle(kind, text)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bpe_bytes_equals_the_reference_on_random_merges(seed: int) -> None:
+    """Custom patterns keep ``regex`` and send each cache miss to the core's BPE (both routes: short and heap)."""
+    model = random_byte_model(seed, alphabet=b"ab c", num_merges=25, pattern=r"\S+|\s+")
+    reference = ReferenceEncoder(model)
+    compiled = Tokenizer(model, engine="compiled")
+    rng = random.Random(seed)
+    for _ in range(40):
+        text = "".join(rng.choice("ab c") for _ in range(rng.choice([3, 30, 200])))
+        assert compiled.encode_ordinary(text) == reference.encode_ordinary(text)
+        chunk = text.encode()
+        assert compiled._native.bpe_bytes(chunk) == reference.bpe(list(chunk))
+
+
+@pytest.mark.parametrize("preset", [None, "gpt2", "cl100k", "o200k"])
+def test_whole_text_encoding_on_random_merges(preset) -> None:
+    for seed in range(10):
+        model = random_byte_model(seed, alphabet=b"ab 1'\n", num_merges=30, pattern=PRESETS.get(preset))
+        reference, compiled = ReferenceEncoder(model), Tokenizer(model, engine="compiled")
+        assert compiled._native_scans
+        rng = random.Random(seed)
+        for _ in range(30):
+            text = "".join(rng.choice("ab 1'\nA") for _ in range(rng.choice([2, 20, 300])))
+            assert compiled.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
+def test_long_runs_through_the_heap_route() -> None:
+    compiled, pure = both_engines("cl100k_base")
+    for text in ("x" * 100_000, "ab" * 30_000 + "a", " " * 50_000, "中" * 20_000):
+        assert compiled.encode_ordinary(text) == oracle("cl100k_base", text)
+
+
+def test_batch_on_threads_equals_one_by_one() -> None:
+    compiled, _ = both_engines("o200k_base")
+    text = corpus_prefix("fortunes", 200_000)
+    texts = [text[i : i + 997] for i in range(0, len(text), 997)] + ["", "a\udc80b"]
+    expected = [oracle("o200k_base", t) for t in texts[:-1]] + [compiled.encode_ordinary("a\udc80b")]
+    assert compiled.encode_batch(texts, jobs=2) == expected
+    assert compiled.encode(text, jobs=2) == oracle("o200k_base", text)
+
+
+def test_surrogates_are_declined_to_the_pure_path() -> None:
+    compiled, pure = both_engines("cl100k_base")
+    assert compiled._native.encode("a\udc80b") is None
+    assert compiled.encode_ordinary("a\udc80b") == pure.encode_ordinary("a\udc80b")
+
+
+def test_engine_choice_and_pickling() -> None:
+    model = random_byte_model(1, pattern=PRESETS["gpt2"])
+    assert Tokenizer(model).engine == "compiled"
+    assert Tokenizer(model, engine="pure").engine == "pure"
+    restored = pickle.loads(pickle.dumps(Tokenizer(model, engine="pure")))
+    assert restored.engine == "pure"
+    assert pickle.loads(pickle.dumps(Tokenizer(model))).engine == "compiled"
+    with pytest.raises(Exception, match="engine"):
+        Tokenizer(model, engine="fast")
+
+
+def test_environment_variable_forces_the_pure_path() -> None:
+    code = "import bpefst.native as n; print(n.engine(), n.engine_description())"
+    env = dict(os.environ, BPEFST_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.startswith("pure pure Python (BPEFST_PURE_PYTHON is set)")
+
+
+def packed(*values: int) -> bytes:
+    return array("I", values).tobytes()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((b"", b"", 10, 1), "byte_ids"),
+    ((packed(*[5] * 256), b"\x00" * 13, 10, 1), "triples"),
+    ((packed(*[11] * 256), b"", 10, 1), "beyond max_id"),
+    ((packed(*range(256)), packed(1, 2, 999), 300, 1), "beyond max_id"),
+    ((packed(*range(256)), b"", 300, 9), "pattern"),
+    ((packed(*range(256)), b"", 1 << 30, 1), "limit"),
+])
+def test_constructor_refuses_tables_that_lie(arguments, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        core.Encoder(*arguments)
+
+
+def test_calls_check_their_arguments() -> None:
+    encoder = core.Encoder(packed(*range(256)), packed(97, 98, 256), 256, core.PATTERN_GPT2)
+    assert encoder.encode("ab ab") == [256, 32, 256]
+    with pytest.raises(TypeError):
+        encoder.encode(b"bytes")
+    with pytest.raises(TypeError):
+        encoder.encode_batch(["a", 3])
+    with pytest.raises(TypeError):
+        encoder.bpe_bytes("text")
+    with pytest.raises(RuntimeError, match="not initialised"):
+        core.Encoder.__new__(core.Encoder).encode("a")
+
+
+def test_random_tables_never_crash() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        byte_ids = bytes(rng.randrange(256) for _ in range(rng.choice([1024, 1024, 1023])))
+        merges = bytes(rng.randrange(256) for _ in range(rng.choice([0, 12, 120, 121])))
+        try:
+            encoder = core.Encoder(byte_ids, merges, rng.randrange(1 << 25), rng.randrange(5))
+        except ValueError:
+            continue
+        encoder.encode(random_text(rng, 50))
+        encoder.bpe_bytes(bytes(rng.randrange(256) for _ in range(80)))
