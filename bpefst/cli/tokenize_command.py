@@ -52,7 +52,8 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--text-field", default="text", show_default=True, help="JSONL field / Parquet column holding the text.")
 @click.option("--split-lines", is_flag=True, help="Text inputs: every non-empty line is a document (default: every file is one).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Worker processes; output is identical for any number and stays in input order.")
+              help="Worker processes (threads of the compiled core on the documents path); output is identical for "
+                   "any number and stays in input order.")
 @click.option("--allowed-special", default="none", metavar="all|none|TOK,TOK", show_default=True,
               help="Special tokens recognised in the text; with a list, any other special token in the text is an "
                    "error; with none, special-token text is ordinary text.")
