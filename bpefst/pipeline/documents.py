@@ -17,11 +17,11 @@ With one job a batch is encoded with :meth:`Tokenizer.encode_batch`.  With
 process does in order:
 
 * where the compiled core encodes the whole text (a preset pattern and no
-  special tokens to recognise), ``jobs`` threads each encode one batch in it
-  (it releases the GIL) while this thread reads the next batches and writes
-  the finished ones (:func:`_encode_on_threads`).  Processes would cost more
-  here: once encoding runs at tens of MB/s, handing text to a process and ids
-  back costs as much as encoding it, and each process warms its own cache;
+  special tokens to recognise), it encodes each batch on ``jobs`` threads of
+  its own (without the GIL) while this thread reads the next batch and writes
+  the last (:func:`_encode_on_threads`).  Processes would cost more here:
+  once encoding runs at tens of MB/s, handing text to a process and ids back
+  costs as much as encoding it;
 * otherwise batches stream through forked workers
   (:func:`~.forking.map_ordered`), since the pure-Python encoder holds the GIL.
 
@@ -116,7 +116,8 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
     disallowed = list(disallowed_special) if disallowed_special != "all" else "all"
     policy = tokenizer.special_policy(allowed, disallowed)
     if jobs > 1 and tokenizer._native_scans and not policy[0]:
-        encoded = _encode_on_threads(tokenizer, batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS), policy, jobs)
+        chars = max(BATCH_CHARS, 2 * jobs * SEGMENT_CHARS)  # a long document still gives every thread two segments
+        encoded = _encode_on_threads(tokenizer, batches(segments(documents, rule), chars, BATCH_SEGMENTS), policy, jobs)
     elif jobs > 1 and fork_available():
         encoded = _encode_in_workers(tokenizer, batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS),
                                      allowed, disallowed, jobs)
@@ -139,18 +140,19 @@ def _encode_on_threads(tokenizer: Tokenizer, stream: Iterable[list[Segment]], po
                        jobs: int) -> Iterator[tuple[list[Segment], list]]:
     """``(batch, ids of each segment)`` for every batch, in order, encoded by the compiled core on ``jobs`` threads.
 
-    Each thread encodes a whole batch (the core releases the GIL while it
-    works), so up to ``jobs`` batches are encoded at once whatever their
-    number of segments, and ``jobs`` more wait, cut and ready, while this
-    thread reads the input and writes the results of the oldest batch.
+    The core spreads one batch's segments over ``jobs`` threads of its own
+    (each with its own chunk cache, without the GIL) and serves one batch at
+    a time, so a helper thread hands it batch after batch while this thread
+    reads and cuts the next batch and writes the ids of the last: reading,
+    encoding and writing overlap.
     """
     pending: deque = deque()
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bpefst-encode")
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpefst-encode")
     try:
         for batch in stream:
             texts = [segment.text for segment in batch]
-            pending.append((batch, pool.submit(tokenizer.encode_escaped_batch, texts, *policy)))
-            if len(pending) >= 2 * jobs:
+            pending.append((batch, pool.submit(tokenizer.encode_escaped_batch, texts, *policy, jobs)))
+            if len(pending) > 2:  # one batch encoding, one cut and waiting, this thread cutting the next
                 batch, future = pending.popleft()
                 yield batch, future.result()
         while pending:
