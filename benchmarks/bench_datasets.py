@@ -6,6 +6,7 @@ Usage::
     .venv/bin/python benchmarks/bench_datasets.py --tokenizer gpt2 --rounds 3
     .venv/bin/python benchmarks/bench_datasets.py --big-mb 1024            # also a 1 GB concatenation (one document)
     .venv/bin/python benchmarks/bench_datasets.py --progress               # record the progress bar on a terminal
+    .venv/bin/python benchmarks/bench_datasets.py --jobs 2                 # also bin with --jobs 2 against --jobs 1
 
 For each tokenizer the two shared corpora (``pydocs.txt.xz``, ``fortunes.txt.xz``,
 decompressed once to a temporary directory so both runs read the same plain
@@ -16,7 +17,12 @@ files) are tokenized by the command a user runs:
 * ``ids``: ``bpefst tokenize T pydocs.txt fortunes.txt --eot <|endoftext|> --format ids -o out.ids``
   (the same documents written as text);
 * ``ids-stream`` (reference): ``bpefst tokenize T all.txt --format ids`` on the
-  concatenated text, the single-stream path that existed before datasets.
+  concatenated text, the single-stream path that existed before datasets;
+* ``bin-jJ`` (with ``--jobs J``): the ``bin`` command with ``--jobs J``; its
+  output must equal the one-process file byte for byte, and the ratio
+  ``--jobs 1`` / ``--jobs J`` (wall and CPU) is printed.  On 2 cores the wall
+  ratio is the speed-up; the CPU ratio below 1 is what the J processes cost
+  beyond one (each worker's own cold chunk cache, the hand-over of batches).
 
 Rounds are interleaved and the best wall time of each counts; the ratio
 bin / ids is printed, for wall time and for CPU time (user + system of the
@@ -86,6 +92,7 @@ def tiktoken_for(name: str):
 
 
 CACHE: list[str] = []  # ["--cache-size", N] when given
+JOBS: list[int] = []  # [J] when --jobs J is given
 CPU: dict[str, float] = {}  # label -> best CPU seconds (user + system) of the command, robust to a busy machine
 
 
@@ -123,6 +130,9 @@ def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
         "ids": [*bpefst, *files, "--eot", EOT, "--format", "ids", "-o", str(work / "out.ids")],
         "ids-stream": [*bpefst, str(work / "all.txt"), "--format", "ids", "-o", str(work / "stream.ids")],
     }
+    for jobs in JOBS:
+        commands[f"bin-j{jobs}"] = [*bpefst, *files, "--eot", EOT, "--format", "bin", "--jobs", str(jobs),
+                                    "-o", str(work / f"out-j{jobs}.bin")]
     best: dict[str, float] = {}
     rss: dict[str, int] = {}
     for _ in range(rounds):
@@ -148,6 +158,13 @@ def bench(name: str, work: Path, texts: dict[str, str], rounds: int) -> None:
     print(f"  bin / ids: wall {best['bin'] / best['ids']:.3f}, CPU {cpu['bin'] / cpu['ids']:.3f};   "
           f"bin / ids-stream: wall {best['bin'] / best['ids-stream']:.3f}, CPU {cpu['bin'] / cpu['ids-stream']:.3f}")
     print(f"  bin byte-identical to numpy array of tiktoken ids: {identical}")
+    for jobs in JOBS:
+        label = f"bin-j{jobs}"
+        same = (work / f"out-j{jobs}.bin").read_bytes() == written
+        print(f"  bin --jobs 1 / --jobs {jobs}: wall {best['bin'] / best[label]:.2f}x "
+              f"({(best['bin'] - load_seconds) / max(best[label] - load_seconds, 1e-9):.2f}x without load), "
+              f"CPU {cpu['bin'] / cpu[label]:.2f};  output byte-identical to --jobs 1: {same}")
+        assert same, f"--jobs {jobs} output differs"
     assert list(map(int, (work / "out.ids").read_text().split())) == reference.tolist(), "ids output differs"
 
 
@@ -204,7 +221,10 @@ def main() -> None:
     parser.add_argument("--big-mb", type=int, default=0, help="Also tokenize this many MB of the corpora concatenated (one document).")
     parser.add_argument("--progress", action="store_true", help="Record the progress bar on a pseudo-terminal.")
     parser.add_argument("--cache-size", type=int, help="Pass --cache-size to every bpefst run (the chunk cache bounds memory).")
+    parser.add_argument("--jobs", type=int, default=1, help="Also run the bin command with --jobs J and print the speed-up.")
     options = parser.parse_args()
+    if options.jobs > 1:
+        JOBS.append(options.jobs)
     if options.cache_size:
         CACHE.extend(["--cache-size", str(options.cache_size)])
     names = list(TOKENIZERS) if options.tokenizer == "all" else [options.tokenizer]

@@ -422,15 +422,6 @@ def test_compressed_input_is_read_as_text_by_every_command(tmp_path) -> None:
     assert trained[plain] == trained[packed] and len(trained[plain]) > 100
 
 
-def test_zstd_input_is_refused_not_tokenized(tmp_path) -> None:
-    data = require_shared()
-    blob = tmp_path / "corpus.txt.zst"
-    blob.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(200))
-    for command in ("tokenize", "encode", "train"):
-        args = (command, str(data / "gpt2" / "vocab.json"), str(blob)) if command != "train" else (command, str(blob), "--vocab-size", "300", "-o", str(tmp_path / "t.json"))
-        assert_user_error(run(*args), "zstd-compressed")
-
-
 # -- progress --------------------------------------------------------------------------------------------------
 
 

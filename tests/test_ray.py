@@ -299,6 +299,77 @@ def test_shards_survive_a_dying_worker_and_resume(cluster, inputs, local_shards,
     assert again == []  # a finished run resumed: nothing to do
 
 
+# -- --shard-size N on Ray: one machine's fixed-size shards, byte for byte ---------------------------
+
+SHARD_SIZE = 4000
+
+
+@pytest.fixture(scope="module")
+def uneven_inputs(tmp_path_factory) -> Path:
+    """One large input (several shards' worth) and many small ones (several per shard), an empty one, a JSONL one."""
+    directory = tmp_path_factory.mktemp("uneven")
+    (directory / "a_large.txt").write_text(corpus_prefix("pydocs", 120_000), encoding="utf-8")
+    docs = documents()
+    for k in range(24):
+        (directory / f"small_{k:02d}.txt").write_text(docs[k], encoding="utf-8")
+    (directory / "small_empty.txt").write_bytes(b"")
+    (directory / "tail.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[24:64]), encoding="utf-8")
+    return directory
+
+
+def directory_bytes(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def local_fixed_shards(uneven_inputs, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local-fixed") / "shards"
+    result = run("tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(uneven_inputs), "--eot", EOT, "--output-dir",
+                 str(out), "--shard-size", str(SHARD_SIZE), "--format", "npy", "-q")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["shards"]) >= 8 and manifest["documents"] == 66  # 26 text files + 40 records
+    return out
+
+
+def test_cli_engine_ray_with_shard_size_writes_one_machines_directory(cluster, uneven_inputs, local_fixed_shards, tmp_path):
+    out = tmp_path / "shards"
+    result = run("tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(uneven_inputs), "--eot", EOT, "--output-dir",
+                 str(out), "--shard-size", str(SHARD_SIZE), "--format", "npy", "--engine", "ray", "--address", cluster)
+    assert result.returncode == 0, result.stderr
+    assert directory_bytes(out) == directory_bytes(local_fixed_shards)  # shards, index.npy and manifest.json
+
+
+def test_fixed_size_shards_survive_dying_workers_and_resume(cluster, uneven_inputs, local_fixed_shards, tmp_path):
+    model = load_tokenizer(require_shared() / "gpt2" / "vocab.json")
+    sources = expand_inputs([str(uneven_inputs)])
+    out = tmp_path / "shards"
+    job = ShardJob(str(out), "npy", "uint16", model.specials[EOT], None, "text", False, (), (), shard_size=SHARD_SIZE)
+
+    class Interrupted(Exception):
+        pass
+
+    def stop_after_five(number: int, entry: dict) -> None:
+        done.append(number)
+        if len(done) == 5:
+            raise Interrupted
+
+    done: list[int] = []
+    with pytest.raises(Interrupted):  # the large input's worker dies once, then the driver stops
+        tokenize_files_on_ray(model, sources, job, on_shard=stop_after_five, _crash=CrashOnce(str(tmp_path / "crashed"), 0))
+    assert not (out / "manifest.json").exists() and not any(name.startswith("shard_") for name in os.listdir(out))
+    with pytest.raises(BpefstError, match="cannot resume.*--shard-size"):
+        tokenize_files_on_ray(model, sources, ShardJob(**{**job.__dict__, "shard_size": SHARD_SIZE + 1}), resume=True)
+    # resumed: the parts left to do, then the shards, one of whose tasks dies once mid-copy
+    redone: list[int] = []
+    manifest = tokenize_files_on_ray(model, sources, job, resume=True, on_shard=lambda n, e: redone.append(n),
+                                     _crash_cut=CrashOnce(str(tmp_path / "crashed-cut"), 1))
+    assert (tmp_path / "crashed").exists() and (tmp_path / "crashed-cut").exists()
+    assert len(redone) < len(sources) and len(manifest["shards"]) >= 8
+    assert directory_bytes(out) == directory_bytes(local_fixed_shards)
+    assert bpefst.ray is not None and tokenize_files_on_ray(model, sources, job, resume=True)["ids"] == manifest["ids"]
+
+
 def test_cli_worker_error_is_one_line_and_writes_no_manifest(cluster, tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -327,3 +398,53 @@ def test_engine_ray_without_ray_installed_is_a_one_line_error(tmp_path):
         result = subprocess.run([sys.executable, "-m", "bpefst", *args, "--engine", "ray"], capture_output=True, env=env, timeout=120)
         assert_user_error(result, "pip install 'bpefst[ray]'")
         assert not (tmp_path / "t.bpefst").exists() and not (tmp_path / "c.counts").exists()
+
+
+# -- Ray's own failures, told as what they are (issue 30) ------------------------------------
+
+
+def test_under_an_address_space_cap_ray_is_refused_in_one_line_naming_the_cause(tmp_path):
+    """Under ``ulimit -v`` Ray's processes die in their C++ core as they start (the command used to end with no
+    message, a traceback, or "cannot write to stdout: Connection reset by peer"); locally the same command works."""
+    import resource
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("some text to count, twice: some text to count\n" * 50)
+    cap = 1 << 30
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))
+
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    for args in (["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.bpefst"), "--engine", "ray"],
+                 ["tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(corpus), "--output-dir", str(tmp_path / "out"),
+                  "--engine", "ray"]):
+        result = subprocess.run([sys.executable, "-m", "bpefst", *args], capture_output=True, env=env, timeout=120,
+                                preexec_fn=capped)
+        assert_user_error(result, "Ray cannot start workers under this process's address-space limit of 1,024 MiB (ulimit -v")
+        assert "--engine local" in result.stderr.decode()
+    assert not (tmp_path / "t.bpefst").exists() and not (tmp_path / "out").exists()
+    local = subprocess.run([sys.executable, "-m", "bpefst", "train", str(corpus), "--vocab-size", "300", "-o",
+                            str(tmp_path / "t.bpefst"), "-q"], capture_output=True, timeout=120, preexec_fn=capped)
+    assert local.returncode == 0, local.stderr
+
+
+def test_ray_failures_are_named_with_what_to_try():
+    from bpefst.distributed.cluster import reraise
+
+    def told(exc: BaseException) -> str:
+        with pytest.raises(BpefstError) as caught:
+            reraise(exc, "counting")
+        message = str(caught.value)
+        assert "\n" not in message and message.startswith("counting failed")
+        return message
+
+    assert "ran out of memory" in told(ray.exceptions.OutOfMemoryError("Task was killed due to the node running low on memory."))
+    assert "a Ray worker died and its task failed after its retries" in told(
+        ray.exceptions.WorkerCrashedError())
+    assert "the Ray cluster failed" in told(ray.exceptions.NodeDiedError("node 3 died"))
+    lost = told(ConnectionResetError(104, "Connection reset by peer"))
+    assert "connection to the Ray cluster was lost (Connection reset by peer)" in lost and "stdout" not in lost
+    with pytest.raises(ZeroDivisionError):  # a bug is not dressed up as a Ray failure
+        reraise(ZeroDivisionError(), "counting")
+

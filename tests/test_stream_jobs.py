@@ -245,11 +245,14 @@ def test_documents_in_workers_equal_tiktoken_per_document(monkeypatch) -> None:
     text = corpus_prefix("fortunes", 300_000)
     docs = [text[k : k + 700] for k in range(0, 60_000, 700)] + ["", text, "\udce2 lone \udc80"]
     results = {}
-    for jobs in (1, 2):
+    # with the compiled core, jobs > 1 encodes on threads; the pure engine (and allowed specials) on forked workers
+    pure = Tokenizer(tok.model, engine="pure")
+    for jobs, encoder in ((1, tok), (2, tok), (3, tok), ("pure 2", pure)):
         sink = _Collect()
-        tokenize_documents(tok, ([d[k : k + 999] for k in range(0, len(d), 999)] or [""] for d in docs), sink, jobs)
+        tokenize_documents(encoder, ([d[k : k + 999] for k in range(0, len(d), 999)] or [""] for d in docs), sink,
+                           jobs if isinstance(jobs, int) else 2)
         results[jobs] = sink.out
-    assert results[2] == results[1]
+    assert results[2] == results[1] == results[3] == results["pure 2"]
     assert results[2][:-1] == [oracle.encode_ordinary(d) for d in docs[:-1]]
     # a document read from bytes carries invalid UTF-8 as lone surrogates, which stay bytes (the raw-byte mode;
     # the public encode_ordinary reads lone surrogates as tiktoken does, as U+FFFD)

@@ -56,7 +56,7 @@ def _run() -> int | str | None:
     from ..artifact import record_inputs
     from ..errors import BpefstError
     from .app import cli
-    from .streams import Interrupted, PipeClosed
+    from .streams import Interrupted, PipeClosed, StdoutError
 
     record_inputs()  # no command may write over a file it read (README, "Artifacts")
     try:
@@ -80,7 +80,7 @@ def _run() -> int | str | None:
         print(f"bpefst: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
-        _fail_writing(exc)
+        _fail_writing(exc, stdout=isinstance(exc, StdoutError))
         return 2
 
 
@@ -91,15 +91,22 @@ def _flush_stdout() -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        _fail_writing(exc)
+        _fail_writing(exc, stdout=True)
         sys.exit(2)
 
 
-def _fail_writing(exc: OSError) -> None:
+def _fail_writing(exc: OSError, stdout: bool) -> None:
+    """One line for an OSError that escaped the command: a file's or stdout's, or else the system's own words
+    (never blamed on stdout: a lost connection to a cluster is not a problem with stdout)."""
     _silence_stdout()
-    where = f" {exc.filename}" if exc.filename else " to stdout"
+    if exc.filename:
+        message = f"cannot write {exc.filename}: {exc.strerror or exc}"
+    elif stdout:
+        message = f"cannot write to stdout: {exc.strerror or exc}"
+    else:
+        message = f"{exc.strerror or exc} ({type(exc).__name__})"
     if sys.stderr is not None:
-        print(f"bpefst: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"bpefst: error: {message}", file=sys.stderr)
 
 
 def _silence_stdout() -> None:

@@ -170,7 +170,7 @@ def validate(compiled: str, input: str, pattern, specials, tokenizer_path: str |
     Equivalent to decoding the ids, re-encoding the text with all special
     tokens allowed and comparing, in one streaming pass.  COMPILED is a
     `bpefst compile` artifact or any tokenizer.  INPUT may be compressed
-    (gzip, bzip2, xz).
+    (gzip, bzip2, xz, zstd).
 
     \b
     Example:

@@ -59,7 +59,7 @@ def on_line(line_no: int) -> Iterator[None]:
 
 
 def read_input(path: str) -> bytes:
-    """All bytes of a file, or of stdin for ``-``; gzip/bzip2/xz input is decompressed (by its magic bytes)."""
+    """All bytes of a file, or of stdin for ``-``; gzip/bzip2/xz/zstd input is decompressed (by its magic bytes)."""
     from ..pipeline.inputs import read_all
 
     note_input(path)

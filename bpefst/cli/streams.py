@@ -26,6 +26,10 @@ class Interrupted(BaseException):
     """Ctrl-C inside a command; a BaseException so click does not print "Aborted!" and exit 1."""
 
 
+class StdoutError(OSError):
+    """Writing to stdout failed (a full disk, an I/O error): told apart from the OSErrors of anything else."""
+
+
 class ClosedStream:
     """Stands in for a standard stream that was closed before bpefst started."""
 
@@ -81,8 +85,13 @@ class WholeWrites(io.RawIOBase):
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         done = 0
-        while done < len(view):
-            done += os.write(self._fd, view[done:])
+        try:
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from None
         return done
 
     def close(self) -> None:  # the descriptor belongs to the process

@@ -40,7 +40,7 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Write shards of at most --shard-size ids (bin or npy) and manifest.json + index.npy into this directory.")
 @click.option("--shard-size", type=click.IntRange(1, None), default=None,
-              help="Ids per shard with --output-dir.  [default: 100000000]")
+              help="Ids per shard with --output-dir.  [default: 100000000; with --engine ray: one shard per input]")
 @click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True,
               help="bin/npy id type; auto: uint16 when every id of the tokenizer fits, else uint32.")
 @click.option("--index", "index_path", type=click.Path(),
@@ -48,11 +48,12 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--eot", metavar="TOKEN|ID", help="Append this token after every document (e.g. '<|endoftext|>').")
 @click.option("--bot", metavar="TOKEN|ID", help="Put this token before every document.")
 @click.option("--input-format", "input_kind", type=click.Choice(["auto", "text", "jsonl", "parquet"]), default="auto",
-              show_default=True, help="auto: by file name (.jsonl/.json, .parquet, after .gz/.bz2/.xz), else text.")
+              show_default=True, help="auto: by file name (.jsonl/.json, .parquet, after .gz/.bz2/.xz/.zst), else text.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL field / Parquet column holding the text.")
 @click.option("--split-lines", is_flag=True, help="Text inputs: every non-empty line is a document (default: every file is one).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Worker processes; output is identical for any number and stays in input order.")
+              help="Worker processes (threads of the compiled core on the documents path); output is identical for "
+                   "any number and stays in input order.")
 @click.option("--allowed-special", default="none", metavar="all|none|TOK,TOK", show_default=True,
               help="Special tokens recognised in the text; with a list, any other special token in the text is an "
                    "error; with none, special-token text is ordinary text.")
@@ -62,8 +63,8 @@ DEFAULT_SHARD_SIZE = 100_000_000  # ids: 200 MB of uint16, nanoGPT's FineWeb sha
 @click.option("--cache-size", type=click.IntRange(1, None), default=None, help="Chunk -> ids cache entries (default 262144, about 60 MB of real text; the older half is dropped when full).")
 @click.option("--max-states", type=click.IntRange(16, None), default=None, help="Transducer states kept in the lazy cache.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="ray: each input file becomes one shard of --output-dir, written by a Ray worker that reads the file "
-                   "itself (pip install 'bpefst[ray]').")
+              help="ray: Ray workers read and tokenize the input files themselves into --output-dir: one shard per "
+                   "input, or with --shard-size the shards one machine writes, byte for byte (pip install 'bpefst[ray]').")
 @click.option("--address", metavar="ADDR", help="With --engine ray: the cluster to join [default: RAY_ADDRESS, else a local cluster].")
 @click.option("--resume", is_flag=True, help="With --engine ray: continue an unfinished run in --output-dir, skipping complete shards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display (it is shown only when stderr is a terminal).")
@@ -79,7 +80,7 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
     TOKENIZER_OR_COMPILED is any tokenizer bpefst reads (tokenizer.json,
     vocab.json, tiktoken rank file, .bpefst) or a transducer artifact from
     `bpefst compile --kind transducer`.  INPUTs are files, directories (walked
-    in sorted order), globs or - for stdin (the default); gzip, bzip2 and xz
+    in sorted order), globs or - for stdin (the default); gzip, bzip2, xz and zstd
     input is decompressed (detected by its first bytes).  Each text file is
     one document (--split-lines: each line), each JSONL record or Parquet row
     one (--text-field); documents are encoded separately, in input order,
@@ -207,7 +208,8 @@ def _tokenize_stream(tok, path: str, fmt: str, output: str | None, allowed, disa
 def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: int, dtype_name: str, index_path, eot, bot,
                       text_field: str, split_lines: bool, allowed, disallowed, jobs: int, progress) -> tuple[int, int, int]:
     """Many inputs as documents into a dataset writer: returns (bytes of text read, documents, ids)."""
-    from ..pipeline.datasets import DTYPES, INDEX_NAME, AtomicFile, DatasetWriter, IdWriter, ShardWriter, choose_dtype
+    from ..pipeline.datasets import (DTYPES, INDEX_NAME, AtomicFile, DatasetWriter, IdWriter, ShardWriter, choose_dtype,
+                                     run_settings)
     from ..pipeline.documents import tokenize_documents
     from ..pipeline.inputs import iter_documents
     from ..pipeline.tokenize import FormattedIdSink
@@ -252,7 +254,12 @@ def _tokenize_dataset(tok, sources, fmt: str, output, output_dir, shard_size: in
 
     try:
         tokenize_documents(tok, documents(), writer, jobs, allowed, disallowed, on_batch)
-        manifest = {"fingerprint": model.fingerprint, "max_id": model.max_id, "index": INDEX_NAME} if output_dir else {}
+        manifest = {}
+        if output_dir:
+            run = run_settings(file_format=fmt, dtype=dtype.name, eot=eot_id, bot=bot_id, text_field=text_field,
+                               split_lines=split_lines, allowed=allowed, disallowed=disallowed, shard_size=sink.shard_size,
+                               fingerprint=model.fingerprint, inputs=sources)
+            manifest = {"fingerprint": model.fingerprint, "max_id": model.max_id, "index": INDEX_NAME, "extra": {"run": run}}
         writer.close(**manifest)
         if target is not None:
             target.commit()

@@ -8,8 +8,6 @@ import click
 
 from ..errors import BpefstError
 
-DEFAULT_SHARD_SIZE = 100_000_000  # the local engine's default (a given --shard-size cannot be told from it)
-
 
 def tokenize_on_ray(*, tokenizer: str, sources, pattern, specials, fmt: str, output, output_dir, shard_size: int, dtype: str,
                     index_path, eot, bot, text_field: str, split_lines: bool, jobs: int, allowed_special: str,
@@ -28,10 +26,10 @@ def tokenize_on_ray(*, tokenizer: str, sources, pattern, specials, fmt: str, out
     if not output_dir:
         raise BpefstError("--engine ray writes shards: give --output-dir DIR (a directory every worker can write)")
     ignored = [name for name, given in (("--output", output), ("--index", index_path), ("--jobs", jobs != 1),
-                                        ("--shard-size", shard_size not in (None, DEFAULT_SHARD_SIZE)), ("--cache-size", cache_size),
-                                        ("--max-states", max_states)) if given]
+                                        ("--cache-size", cache_size), ("--max-states", max_states)) if given]
     if ignored:
-        raise BpefstError(f"{ignored[0]} does not apply to --engine ray (shard i holds input i; workers use one process per CPU)")
+        raise BpefstError(f"{ignored[0]} does not apply to --engine ray (it writes shards with --output-dir; "
+                          "workers use one process per CPU)")
     if fmt not in ("bin", "npy"):
         raise BpefstError(f"--output-dir writes bin or npy shards, not --format {fmt}")
     tok = Tokenizer.load(tokenizer, pattern, parse_specials(specials))
@@ -43,6 +41,7 @@ def tokenize_on_ray(*, tokenizer: str, sources, pattern, specials, fmt: str, out
         eot=resolve_token(model, eot, "--eot") if eot is not None else None,
         bot=resolve_token(model, bot, "--bot") if bot is not None else None,
         text_field=text_field, split_lines=split_lines, allowed=tuple(sorted(allowed)), disallowed=tuple(sorted(disallowed)),
+        shard_size=shard_size,
     )
     total = sum(source.size or 0 for source in sources)
     progress = byte_progress("tokenizing on ray", total, quiet)

@@ -73,12 +73,12 @@ def count_files_on_ray(
     ray = connect(address)
     progress = progress or TrainingProgress()
     progress.counting_started(sum(source.size or 0 for source in sources))
-    task = ray.remote(_count_range_task).options(max_retries=MAX_RETRIES, num_cpus=1)
-    in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
     total = ChunkCounts(settings)
     pending: list[Any] = []
     queue = iter(parts)
     try:
+        task = ray.remote(_count_range_task).options(max_retries=MAX_RETRIES, num_cpus=1)
+        in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         while True:
             for part in queue:
                 pending.append(task.remote(part, settings, block_size, _crash))

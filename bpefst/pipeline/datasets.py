@@ -290,6 +290,20 @@ def write_manifest(directory: str, shards: list[dict], dtype: Dtype, file_format
     return manifest
 
 
+def run_settings(*, file_format: str, dtype: str, eot: int | None, bot: int | None, text_field: str, split_lines: bool,
+                 allowed, disallowed, shard_size: int | None, fingerprint: str, inputs) -> dict:
+    """What a shard directory was made from and with which settings: its manifest's ``run``.
+
+    Both engines write it, the same bytes for the same run, so a directory
+    written by one machine and one written on Ray compare equal; the Ray
+    engine also checks it before resuming (``shard_size`` None there means one
+    shard per input).  ``inputs`` are :class:`~.inputs.InputFile` in order.
+    """
+    return {"file_format": file_format, "dtype": dtype, "eot": eot, "bot": bot, "text_field": text_field,
+            "split_lines": split_lines, "allowed": sorted(allowed), "disallowed": sorted(disallowed),
+            "shard_size": shard_size, "tokenizer": fingerprint, "inputs": [[f.path, f.size, f.kind] for f in inputs]}
+
+
 class ShardWriter:
     """Ids split over shard files of at most ``shard_size`` ids in ``directory``, with ``manifest.json``.
 
@@ -441,7 +455,7 @@ def detect_id_format(path: str) -> str:
     if os.path.isdir(path):
         return "shards"
     name = path.lower()
-    for suffix in (".gz", ".bz2", ".xz"):
+    for suffix in (".gz", ".bz2", ".xz", ".zst"):
         name = name.removesuffix(suffix)
     try:
         with open(path, "rb") as handle:

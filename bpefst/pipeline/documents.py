@@ -12,12 +12,22 @@ independently and the concatenation of the segments' ids is the document's
 ids.  A pattern with no known safe cut keeps a document whole.
 
 Segments are grouped into batches of about :data:`BATCH_CHARS` characters.
-With one job a batch is encoded with :meth:`Tokenizer.encode_batch`; with
-``jobs > 1`` batches stream through forked workers
-(:func:`~.forking.map_ordered`) while this process reads the next ones and
-writes the finished ones, in order.  The segments do not depend on ``jobs``
-and each is encoded on its own, so the output is identical for every ``jobs``
-(tests check it).  Memory is bounded by a few batches per job and their ids.
+With one job a batch is encoded with :meth:`Tokenizer.encode_batch`.  With
+``jobs > 1`` encoding overlaps reading, cutting and writing, which this
+process does in order:
+
+* where the compiled core encodes the whole text (a preset pattern and no
+  special tokens to recognise), it encodes each batch on ``jobs`` threads of
+  its own (without the GIL) while this thread reads the next batch and writes
+  the last (:func:`_encode_on_threads`).  Processes would cost more here:
+  once encoding runs at tens of MB/s, handing text to a process and ids back
+  costs as much as encoding it;
+* otherwise batches stream through forked workers
+  (:func:`~.forking.map_ordered`), since the pure-Python encoder holds the GIL.
+
+The segments do not depend on ``jobs`` and each is encoded on its own, so the
+output is identical for every ``jobs`` (tests check it).  Memory is bounded by
+a few batches per job and their ids.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from __future__ import annotations
 import struct
 from array import array
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -103,11 +114,15 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
     rule = cut_rule_for(model.pattern, model.specials)
     allowed = list(allowed_special) if allowed_special != "all" else "all"
     disallowed = list(disallowed_special) if disallowed_special != "all" else "all"
-    if jobs > 1 and fork_available():
+    policy = tokenizer.special_policy(allowed, disallowed)
+    if jobs > 1 and tokenizer._native_scans and not policy[0]:
+        chars = max(BATCH_CHARS, 2 * jobs * SEGMENT_CHARS)  # a long document still gives every thread two segments
+        encoded = _encode_on_threads(tokenizer, batches(segments(documents, rule), chars, BATCH_SEGMENTS), policy, jobs)
+    elif jobs > 1 and fork_available():
         encoded = _encode_in_workers(tokenizer, batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS),
                                      allowed, disallowed, jobs)
     else:
-        policy = tokenizer.special_policy(allowed, disallowed)  # texts carry invalid bytes as surrogates: no tiktoken reading
+        # texts carry invalid bytes as surrogates: encode_escaped_batch, without tiktoken's reading of them
         encoded = ((batch, tokenizer.encode_escaped_batch([segment.text for segment in batch], *policy))
                    for batch in batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS))
     for batch, results in encoded:
@@ -119,6 +134,32 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
                 writer.end_document()
         if on_batch is not None:
             on_batch(writer.documents, writer.ids)
+
+
+def _encode_on_threads(tokenizer: Tokenizer, stream: Iterable[list[Segment]], policy: tuple[frozenset, frozenset],
+                       jobs: int) -> Iterator[tuple[list[Segment], list]]:
+    """``(batch, ids of each segment)`` for every batch, in order, encoded by the compiled core on ``jobs`` threads.
+
+    The core spreads one batch's segments over ``jobs`` threads of its own
+    (each with its own chunk cache, without the GIL) and serves one batch at
+    a time, so a helper thread hands it batch after batch while this thread
+    reads and cuts the next batch and writes the ids of the last: reading,
+    encoding and writing overlap.
+    """
+    pending: deque = deque()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpefst-encode")
+    try:
+        for batch in stream:
+            texts = [segment.text for segment in batch]
+            pending.append((batch, pool.submit(tokenizer.encode_escaped_batch, texts, *policy, jobs)))
+            if len(pending) > 2:  # one batch encoding, one cut and waiting, this thread cutting the next
+                batch, future = pending.popleft()
+                yield batch, future.result()
+        while pending:
+            batch, future = pending.popleft()
+            yield batch, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _encode_in_workers(tokenizer: Tokenizer, stream: Iterable[list[Segment]], allowed, disallowed,

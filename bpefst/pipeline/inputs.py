@@ -2,11 +2,12 @@
 
 Every command that reads text or ids opens it through :func:`open_input`, which
 looks at the first bytes, not at the name, to decide whether the stream is
-compressed (gzip ``1f 8b``, bzip2 ``BZh``, xz ``fd 37 7a 58 5a 00``) and wraps it
-in the matching streaming decompressor from the standard library, so
-``pydocs.txt.xz`` is read as the text it holds, never as its compressed bytes.
-Zstandard (``28 b5 2f fd``), zip and 7z archives are refused by name, with
-what to do instead.
+compressed (gzip ``1f 8b``, bzip2 ``BZh``, xz ``fd 37 7a 58 5a 00``, zstd
+``28 b5 2f fd``) and wraps it in the matching streaming decompressor (the
+standard library's; zstd's from the optional ``zstandard`` package, see
+:mod:`bpefst.zstd`), so ``pydocs.txt.xz`` is read as the text it holds, never
+as its compressed bytes.  Zip and 7z archives are refused by name, with what
+to do instead.
 
 For ``bpefst tokenize`` a list of INPUT arguments becomes a list of
 :class:`InputFile` (:func:`expand_inputs`: directories are walked in sorted
@@ -41,21 +42,22 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
+from .. import zstd
 from ..errors import BpefstError
 
 STDIN = "-"
 READ_SIZE = 1 << 20
 KINDS = ("auto", "text", "jsonl", "parquet")
 
-# magic bytes -> (name, opener of a decompressing file object over a binary stream)
-_COMPRESSED: tuple[tuple[bytes, str, Callable[[BinaryIO], BinaryIO]], ...] = (
-    (b"\x1f\x8b\x08", "gzip", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
-    (b"BZh", "bzip2", lambda raw: bz2.BZ2File(raw, mode="rb")),  # and see _is_bzip2
-    (b"\xfd7zXZ\x00", "xz", lambda raw: lzma.LZMAFile(raw, mode="rb")),
+# magic bytes -> (name, opener of a decompressing file object over a binary stream, given the input's name)
+_COMPRESSED: tuple[tuple[bytes, str, Callable[[BinaryIO, str], BinaryIO]], ...] = (
+    (b"\x1f\x8b\x08", "gzip", lambda raw, name: gzip.GzipFile(fileobj=raw, mode="rb")),
+    (b"BZh", "bzip2", lambda raw, name: bz2.BZ2File(raw, mode="rb")),  # and see _is_bzip2
+    (b"\xfd7zXZ\x00", "xz", lambda raw, name: lzma.LZMAFile(raw, mode="rb")),
+    (zstd.MAGIC, "zstd", lambda raw, name: zstd.ZstdReader(raw, name)),  # type: ignore[arg-type,return-value]
 )
 # formats we recognise but do not read, with what to do instead
 _REFUSED: tuple[tuple[bytes, str], ...] = (
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed; decompress it first (zstd -dc FILE | bpefst ... -)"),
     (b"PK\x03\x04", "a zip archive; extract it first"),
     (b"7z\xbc\xaf\x27\x1c", "a 7z archive; extract it first"),
 )
@@ -141,7 +143,7 @@ def open_input(path: str, what: str = "text") -> InputStream:
     """``path`` (or stdin for ``-``) as a binary stream of its decompressed bytes.
 
     Compression is detected from the first bytes; a recognised format that is
-    not read (zstd, zip, 7z) is refused with what to do instead.  ``what``
+    not read (zip, 7z) is refused with what to do instead.  ``what``
     names the expected content in messages.
     """
     name = "<stdin>" if path == STDIN else path
@@ -160,10 +162,10 @@ def open_input(path: str, what: str = "text") -> InputStream:
         counter = _CountingReader(stream, head, name)
         for magic, reason in _REFUSED:
             if head.startswith(magic):
-                raise BpefstError(f"{name} is {reason}; bpefst reads {what} plain or gzip/bzip2/xz-compressed")
+                raise BpefstError(f"{name} is {reason}; bpefst reads {what} plain or gzip/bzip2/xz/zstd-compressed")
         for magic, compression, opener in _COMPRESSED:
             if head.startswith(magic) and (compression != "bzip2" or _is_bzip2(head)):
-                raw = _Decompressed(opener(counter), name, compression)  # type: ignore[arg-type]
+                raw = _Decompressed(opener(counter, name), name, compression)  # type: ignore[arg-type]
                 return InputStream(raw, counter, compression, owned, name)
         return InputStream(counter, counter, None, owned, name)
     except BaseException:

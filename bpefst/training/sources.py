@@ -71,7 +71,7 @@ def check_sources(paths: Sequence[str]) -> list[Source]:
             continue
         if os.path.isdir(path):
             raise BpefstError(f"{path} is a directory, not a file")
-        with open_input(path) as handle:  # refuses unreadable and non-text containers (zstd, zip) up front
+        with open_input(path) as handle:  # refuses unreadable and non-text containers (zip, 7z) up front
             # a compressed file's size on disk is not the size of its text: no total for the progress display
             size = os.path.getsize(path) if handle.compression is None else None
         sources.append(Source(path, size))
@@ -288,7 +288,7 @@ def _blocks(
 
 
 def _open(source: Source) -> BinaryIO:
-    """The source's text as bytes: gzip, bzip2 and xz are decompressed as they are read (by magic bytes)."""
+    """The source's text as bytes: gzip, bzip2, xz and zstd are decompressed as they are read (by magic bytes)."""
     return open_input(source.path, "a corpus")
 
 

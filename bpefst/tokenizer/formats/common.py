@@ -9,6 +9,7 @@ import os
 import zlib
 from typing import Any, Iterable
 
+from ... import zstd
 from ...artifact import note_input
 from ...errors import BpefstError
 from ..model import MAX_ID
@@ -17,7 +18,7 @@ ACCEPTED_FORMATS = "a bpefst artifact, an HF tokenizer.json, a GPT-2 vocab.json 
 
 
 def read_raw(path: str | os.PathLike) -> bytes:
-    """File bytes, transparently gunzipped; BpefstError on any I/O problem."""
+    """File bytes, transparently decompressed (gzip, zstd: by their magic bytes); BpefstError on any I/O problem."""
     try:
         if os.path.isdir(path):
             raise BpefstError(f"{path} is a directory, not a file")
@@ -28,17 +29,19 @@ def read_raw(path: str | os.PathLike) -> bytes:
     note_input(path)
     if data[:2] == b"\x1f\x8b":
         data = _gunzip(data, path)
+    elif data[:4] == zstd.MAGIC:
+        data = _unzstd(data, path)
     return data
 
 
 # The largest tokenizer files in use are tens of megabytes (o200k's rank file: 3.6 MB); a
-# gzip of a few hundred kilobytes can expand to gigabytes (a "decompression bomb").
+# gzip or zstd file of a few hundred kilobytes can expand to gigabytes (a "decompression bomb").
 DEFAULT_MAX_DECOMPRESSED = 64 << 20
 MAX_DECOMPRESSED_VARIABLE = "BPEFST_MAX_DECOMPRESSED_MB"
 
 
 def max_decompressed() -> int:
-    """The cap on a gzipped tokenizer's size once decompressed: 64 MiB, or $BPEFST_MAX_DECOMPRESSED_MB."""
+    """The cap on a compressed tokenizer's size once decompressed: 64 MiB, or $BPEFST_MAX_DECOMPRESSED_MB."""
     value = os.environ.get(MAX_DECOMPRESSED_VARIABLE)
     if value is None:
         return DEFAULT_MAX_DECOMPRESSED
@@ -55,6 +58,24 @@ def _gunzip(data: bytes, path: str | os.PathLike) -> bytes:
             out = stream.read(cap + 1)
     except (OSError, EOFError, zlib.error) as exc:
         raise BpefstError(f"{path}: corrupted gzip data ({exc})") from None
+    return _capped(out, cap, path)
+
+
+def _unzstd(data: bytes, path: str | os.PathLike) -> bytes:
+    """As :func:`_gunzip`, for zstd (the optional ``zstandard`` package, see :mod:`bpefst.zstd`)."""
+    cap = max_decompressed()
+    stream = zstd.ZstdReader(io.BytesIO(data), str(path))
+    pieces, size = [], 0
+    while size <= cap:
+        piece = stream.read1(cap + 1 - size)
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return _capped(b"".join(pieces), cap, path)
+
+
+def _capped(out: bytes, cap: int, path: str | os.PathLike) -> bytes:
     if len(out) > cap:
         raise BpefstError(f"{path}: decompresses to more than {cap >> 20:,} MiB, more than any tokenizer needs; "
                           f"set {MAX_DECOMPRESSED_VARIABLE} to raise the limit")
