@@ -299,3 +299,32 @@ def test_keywords_an_automaton_cannot_honour_are_refused_unless_strict_is_false(
 def test_unique_items_with_at_most_one_item_is_exact():
     schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 1}
     both_ways(schema, [[], [1], [1, 1], [1, 2], ["a"]])
+
+
+# -- CLI -----------------------------------------------------------------------------------------------------------
+@pytest.fixture()
+def byte_tok(tmp_path):
+    from bpefst.tokenizer import PRESETS, save_tokenizer
+    from small_models import random_byte_model
+
+    path = tmp_path / "byte.bpefst"
+    save_tokenizer(random_byte_model(21, alphabet=b'{}[]":,abc01tru', num_merges=20, pattern=PRESETS["gpt2"]), path)
+    return path
+
+
+def test_cli_warns_in_one_line_and_no_strict_relaxes(tmp_path, byte_tok):
+    from cli_runner import assert_user_error, run
+
+    schema = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 3}, "maxItems": 3, "x-note": 1,
+              "uniqueItems": True}
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    assert_user_error(run("promote", str(byte_tok), "--json-schema", str(path)), "JSON Schema /uniqueItems: uniqueItems")
+    result = run("promote", str(byte_tok), "--json-schema", str(path), "--no-strict", "--max-depth", "1", "--sample", "5")
+    assert result.returncode == 0, result.stderr.decode()
+    warning = [line for line in result.stderr.decode().splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "/x-note" in warning[0] and "/uniqueItems" in warning[0]
+    relaxed = {k: v for k, v in schema.items() if k not in ("uniqueItems", "x-note")}
+    for line in result.stdout.decode().splitlines():
+        assert Validator(relaxed).is_valid(json.loads(json.loads(line)["text"]))
+    assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--max-depth", "2"), "--max-depth applies to --json-schema")
