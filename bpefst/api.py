@@ -102,7 +102,7 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 3, strict: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
+            max_depth: int = 2, strict: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
     ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation;

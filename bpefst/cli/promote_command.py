@@ -22,7 +22,7 @@ from ..promotion.token_automaton_io import save_token_automaton
 from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
-from ..regex.json_schema import SchemaWarning, schema_to_regex
+from ..regex.json_schema import DEFAULT_MAX_DEPTH, SchemaWarning, schema_to_regex
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
@@ -41,7 +41,7 @@ from .limits import LimitExceeded, bounded
               help="--json-schema: allow up to K whitespace characters around each structural character (default 0: compact).")
 @click.option("--max-depth", type=click.IntRange(min=0, max=16), default=None, metavar="D",
               help="--json-schema: values the schema leaves open nest at most D arrays/objects, and a recursive $ref "
-                   "is followed at most D times inside itself (default 3).")
+                   "is followed at most D times inside itself (default 2).")
 @click.option("--no-strict", is_flag=True,
               help="--json-schema: drop keywords an automaton cannot honour (uniqueItems, multipleOf, not, ...) instead of "
                    "refusing the schema; a warning on stderr names them.")
@@ -94,7 +94,7 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
             raise BpefstError(f"{name} applies to --json-schema")
     _check_output(output, fmt, [compiled, pattern_file, words_file, schema_file, tokenizer_path])
     if schema_file is not None:
-        pattern_text = _schema_pattern(_read_schema(schema_file), whitespace or 0, 3 if max_depth is None else max_depth,
+        pattern_text = _schema_pattern(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
                                        not no_strict)
     try:
         with bounded(timeout, max_memory):

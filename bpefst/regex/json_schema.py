@@ -96,9 +96,9 @@ UNSUPPORTED = {
     "unevaluatedProperties": "unevaluatedProperties is not supported",
     "$dynamicRef": "$dynamicRef is not supported", "$recursiveRef": "$recursiveRef is not supported",
 }
-DEFAULT_MAX_DEPTH = 3  # nesting of unconstrained values, and unrolling of recursive $ref
+DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
-MAX_PATTERN = 4_000_000  # characters of translated pattern before refusing (before any automaton is built)
+MAX_PATTERN = 1_000_000  # characters of translated pattern before refusing (before any automaton is built)
 
 # One character of a JSON string: anything but '"', '\' and controls, or an escape;
 # \u escapes of surrogates are left out (a pair would be two escapes but one character).
