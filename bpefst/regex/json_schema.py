@@ -13,8 +13,9 @@ documents, the one a generator should produce:
   or a schema, ``patternProperties``), any number of extra members, their
   names differing from the listed ones and constrained by ``propertyNames``
   and the patterns, their values by the schema that governs them.  Without
-  ``additionalProperties`` an object that lists properties gets no others (a
-  model should not invent members); one that lists nothing is open;
+  ``additionalProperties`` an object that has ``properties`` (even ``{}``)
+  gets no others (a model should not invent members); one that says nothing
+  of its members is open;
 * a value the schema does not constrain (``{}``, ``true``, no type and no
   keyword that implies one, an array without ``items``) is any JSON value
   nesting at most ``max_depth`` arrays/objects, and a recursive ``$ref`` is
@@ -464,7 +465,8 @@ class _Translator:
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaError(_pointer(pointer, "required"), "must be a list of property names")
-        extra = schema.get("additionalProperties", False if properties or patterns else True)
+        # absent: closed when the schema lists properties (even none), open when it says nothing of its members
+        extra = schema.get("additionalProperties", not ("properties" in schema or "patternProperties" in schema))
         names = schema.get("propertyNames")
         colon, comma = self.punct(":"), self.punct(",")
         members, listed = [], []
