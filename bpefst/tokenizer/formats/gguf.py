@@ -40,17 +40,17 @@ from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
 MAGIC = b"GGUF"
 
 # llama.cpp's pre-tokenizer names -> our pattern.  llama.cpp runs a list of
-# regexes one after another (each cuts the pieces the previous one left);
-# ``gpt2-digits`` is the one findall pattern equal to its ["\p{N}", GPT-2]
-# (every digit a piece of its own, then GPT-2's pattern inside the rest), the
-# pair llama.cpp gives all of these names.  Others are refused until checked
-# against llama.cpp's own tokenization.
+# regexes one after another (each cuts the pieces the previous one left).  These
+# are the names it gives (in llama-vocab.cpp, as llama-cpp-python 0.3.36 vendors
+# it) exactly GPT-2's pattern, or ["\p{N}", GPT-2's pattern] (every digit a piece
+# of its own, then GPT-2 inside the rest: our ``gpt2-digits``, one findall
+# pattern with the same chunks), with no other flag that changes tokenization.
+# Any other name is refused, by name.
+_GPT2_NAMES = ("gpt-2", "phi-2", "mpt", "olmo", "mellum", "exaone4")
+_GPT2_DIGITS_NAMES = ("smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2")
 PRE_TOKENIZERS: dict[str, str] = {
-    "gpt-2": PRESETS["gpt2"],
-    "smollm": PRESETS["gpt2-digits"],
-    "starcoder": PRESETS["gpt2-digits"],
-    "refact": PRESETS["gpt2-digits"],
-    "codeshell": PRESETS["gpt2-digits"],
+    **{name: PRESETS["gpt2"] for name in _GPT2_NAMES},
+    **{name: PRESETS["gpt2-digits"] for name in _GPT2_DIGITS_NAMES},
 }
 
 # token types (llama.cpp's llama_token_type)
