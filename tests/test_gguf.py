@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import struct
 import subprocess
 import sys
 from functools import lru_cache
@@ -177,3 +178,27 @@ TRICKY = st.sampled_from(["<|im_end|>", "<|endoftext|>", "<|im_start|>", "<empty
 @given(st.lists(st.one_of(TRICKY, st.text(st.characters(exclude_categories=("Cs",)), max_size=8)), max_size=12).map("".join))
 def test_smollm2_ids_equal_llama_cpp_on_generated_text(text: str) -> None:
     assert_same_ids(text)
+
+
+@pytest.mark.parametrize("pre", ["mellum", "refact"])
+def test_other_pre_tokenizer_names_agree_with_llama_cpp(tmp_path, pre: str) -> None:
+    """SmolLM2's file with tokenizer.ggml.pre renamed (a GPT-2 name, another digits name): the weights are
+    left out (a sparse file of the same size), llama.cpp reads the vocabulary only."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
+    source = smollm2_path()
+    with open(source, "rb") as handle:
+        head = handle.read(4 << 20)  # the metadata and the tensor descriptions
+    value = struct.pack("<IQ", 8, 6) + b"smollm"
+    at = head.index(b"tokenizer.ggml.pre") + len("tokenizer.ggml.pre")
+    assert head[at:at + len(value)] == value
+    path = tmp_path / "renamed.gguf"
+    with open(path, "wb") as handle:
+        handle.write(head[:at] + struct.pack("<IQ", 8, 6) + pre.encode() + head[at + len(value):])
+        handle.truncate(source.stat().st_size)
+    llama = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    enc = bpefst.load(path)
+    assert enc.model.pattern == gguf.PRE_TOKENIZERS[pre]
+    text = corpus_prefix("pydocs", 200_000) + " 2024-01-05, 12345 apples;  42\n\n 7 ٣½ x1y22z333 'll 's"
+    for start in range(0, len(text), 20_000):
+        piece = text[start:start + 20_000]
+        assert enc.encode_ordinary(piece) == llama.tokenize(piece.encode(), add_bos=False, special=False)
