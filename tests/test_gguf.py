@@ -202,3 +202,24 @@ def test_other_pre_tokenizer_names_agree_with_llama_cpp(tmp_path, pre: str) -> N
     for start in range(0, len(text), 20_000):
         piece = text[start:start + 20_000]
         assert enc.encode_ordinary(piece) == llama.tokenize(piece.encode(), add_bos=False, special=False)
+
+
+def test_smollm2_validation_agrees_with_reencoding() -> None:
+    """The validator's token-level chunk path for gpt2-digits: llama.cpp's ids are canonical, mutated ones as
+    re-encoding says (the oracle of tests/test_validate.py)."""
+    import random
+
+    from bpefst.bpe import MergeForest, build_canonical
+    from bpefst.tokenizer import ReferenceEncoder
+    from test_validate import assert_agrees, mutate, validate
+
+    model = smollm2().model
+    encoder, automaton = ReferenceEncoder(model), build_canonical(MergeForest.from_model(model), "implicit")
+    text = corpus_prefix("fortunes", 20_000) + " 2024-01-05: 12345 items, 3.5 kg  42\n"
+    ids = llama_vocab().tokenize(text.encode(), add_bos=False, special=False)
+    assert validate(model, automaton, ids) is None
+    rng = random.Random(29)
+    for _ in range(150):
+        start = rng.randrange(len(ids) - 60)
+        assert_agrees(model, encoder, automaton, mutate(ids[start:start + 60], model, automaton.forest, rng),
+                      block_tokens=rng.choice([8, 1 << 16]))

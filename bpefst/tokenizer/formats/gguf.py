@@ -60,6 +60,7 @@ NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
 _KEYS_WANTED = "tokenizer."
+_LENGTH = struct.Struct("<Q")
 # no real file has more metadata keys than this; a corrupted count must not make us loop for hours
 _MAX_KEYS = 1 << 16
 
@@ -95,27 +96,42 @@ def read_metadata(path: str | os.PathLike, prefix: str = _KEYS_WANTED) -> dict[s
 
 
 class _Reader:
-    """Reads GGUF values from a file, checking every length against the bytes left."""
+    """Reads GGUF values from a file in blocks, checking every length against the bytes left."""
+
+    BLOCK = 1 << 20
 
     def __init__(self, handle: BinaryIO, size: int, name: str):
         self.handle, self.size, self.name = handle, size, name
-        self.read_bytes = handle.read
-        self.unpack = struct.unpack
+        self.buffer, self.pos, self.base = b"", 0, 0  # self.buffer[0] is at file offset self.base
 
     def fail(self, what: str) -> BpefstError:
-        return BpefstError(f"{self.name}: {what}, at byte {self.handle.tell():,}")
+        return BpefstError(f"{self.name}: {what}, at byte {self.base + self.pos:,}")
+
+    def ensure(self, n: int) -> None:
+        """Make the next ``n`` bytes readable from the buffer."""
+        if self.pos + n <= len(self.buffer):
+            return
+        if n > self.left():
+            raise self.fail("truncated GGUF file (the metadata ends early)")
+        rest = self.buffer[self.pos:]
+        self.base += self.pos
+        self.buffer, self.pos = rest + self.handle.read(max(n - len(rest), self.BLOCK)), 0
+        if len(self.buffer) < n:
+            raise self.fail("truncated GGUF file (the metadata ends early)")
 
     def take(self, n: int) -> bytes:
-        data = self.read_bytes(n)
-        if len(data) != n:
-            raise self.fail("truncated GGUF file (the metadata ends early)")
-        return data
+        self.ensure(n)
+        self.pos += n
+        return self.buffer[self.pos - n:self.pos]
 
     def scalar(self, fmt: str) -> Any:
-        return self.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        size = struct.calcsize(fmt)
+        self.ensure(size)
+        self.pos += size
+        return struct.unpack_from(fmt, self.buffer, self.pos - size)[0]
 
     def left(self) -> int:
-        return self.size - self.handle.tell()
+        return self.size - self.base - self.pos
 
     def string(self) -> str:
         n = self.scalar("<Q")
@@ -123,6 +139,25 @@ class _Reader:
             raise self.fail(f"a string of {n:,} bytes, longer than the rest of the file (truncated or corrupted GGUF)")
         try:
             return self.take(n).decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.fail("a metadata string that is not UTF-8 (corrupted GGUF)") from None
+
+    def strings(self, count: int) -> list[str]:
+        """``count`` strings: the token and merge lists, 50k-200k each, so the loop is kept tight."""
+        unpack, found = _LENGTH.unpack_from, []
+        for _ in range(count):
+            if self.pos + 8 > len(self.buffer):
+                self.ensure(8)
+            n = unpack(self.buffer, self.pos)[0]
+            self.pos += 8
+            if self.pos + n > len(self.buffer):
+                if n > self.left():
+                    raise self.fail(f"a string of {n:,} bytes, longer than the rest of the file (truncated or corrupted GGUF)")
+                self.ensure(n)
+            found.append(self.buffer[self.pos:self.pos + n])
+            self.pos += n
+        try:
+            return [data.decode("utf-8") for data in found]
         except UnicodeDecodeError:
             raise self.fail("a metadata string that is not UTF-8 (corrupted GGUF)") from None
 
@@ -169,7 +204,7 @@ class _Reader:
         if kind == _STRING:
             if count * 8 > self.left():
                 raise self.fail(f"an array of {count:,} strings, longer than the rest of the file (truncated or corrupted GGUF)")
-            strings = [self.string() for _ in range(count)]
+            strings = self.strings(count)
             return strings if keep else None
         if kind == _ARRAY:
             if count * 12 > self.left():
