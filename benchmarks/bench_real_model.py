@@ -174,11 +174,15 @@ def run(args) -> None:
     path = model_path(args.model)
     enc = bpefst.load(path)
     llm = llama_cpp.Llama(str(path), n_ctx=512, logits_all=True, verbose=False, n_threads=args.threads)
+    began = time.perf_counter()
+    bpefst.promote(enc, "a").guide(stop_ids=[llm.token_eos()])  # the tokenizer's spelling trie and A_BPE, once per tokenizer
+    tokenizer_setup = time.perf_counter() - began
     names = args.only or [*REGEXES, *SCHEMAS]
     seeds = [None, *range(1, args.seeds + 1)]
     print(f"model: {path.name} ({llm.n_vocab()} tokens, pre-tokenizer {enc.model.pattern_name}); llama-cpp-python "
           f"{llama_cpp.__version__}; {len(names)} constraints x (greedy + {args.seeds} seeds) x {len(ARMS)} arms; "
-          f"max {args.max_tokens} tokens")
+          f"max {args.max_tokens} tokens; {args.threads} llama.cpp thread(s); bpefst's per-tokenizer set-up (spelling trie, "
+          f"A_BPE) {tokenizer_setup:.1f} s, once")
     rows = {arm: dict(n=0, valid=0, noncanon=0, ll=0.0, ll_canon=0.0, tokens=0, seconds=0.0, mask=0.0, calls=0, differ=0)
             for arm in ARMS}
     per_constraint = []
