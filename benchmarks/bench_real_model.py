@@ -226,6 +226,7 @@ def run(args) -> None:
                 if tokens != canonical and len(examples) < 12 and arm in ("agnostic", "gbnf"):
                     examples.append((name, arm, seed, text, tokens, canonical))
         per_constraint.append((name, setup, counts))
+        print(f"  {name}: done ({time.perf_counter() - began:.0f} s)", file=sys.stderr, flush=True)
     report(rows, per_constraint, examples, enc, len(seeds))
 
 
