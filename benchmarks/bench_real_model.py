@@ -23,7 +23,9 @@ schema with ``jsonschema``; the free arm's output is stripped of surrounding
 whitespace first), the share whose tokens are not the tokenizer's encoding of
 their text (``encode_ordinary``), the model's mean log-likelihood of the
 generated tokens and of the canonical tokenization of the same text (natural
-log, temperature 1, conditioned on the prompt, EOS not counted), how often the
+log, temperature 1, conditioned on the prompt, EOS not counted; per output,
+then averaged; and the mean gain of the canonical tokenization over the
+outputs whose tokens are not canonical), how often the
 text differs from the canonical arm's for the same seed, the mask time per
 token (time inside the logits processor: bpefst arms only; llama.cpp's grammar
 runs inside its sampler) and tokens per second end to end.
@@ -232,14 +234,16 @@ def run(args) -> None:
 
 def report(rows, per_constraint, examples, enc, runs) -> None:
     print()
-    print("| arm | valid | non-canonical | log-lik. of the tokens | log-lik. of the canonical tokens | text differs from canonical | mask per token | tokens/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| arm | valid | non-canonical | log-lik. of the tokens | log-lik. of the canonical tokens | gain of the canonical "
+          "tokens where they differ | text differs from canonical | mask per token | tokens/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for arm, row in rows.items():
         n = row["n"]
         mask = f"{1e6 * row['mask'] / row['calls']:.0f} us" if row["calls"] else "n/a"
         differ = "-" if arm == "canonical" else f"{row['differ']}/{n}"
+        gain = f"{(row['ll_canon'] - row['ll']) / row['noncanon']:+.2f}" if row["noncanon"] else "-"
         print(f"| {arm} | {row['valid']}/{n} ({100 * row['valid'] / n:.0f}%) | {row['noncanon']}/{n} ({100 * row['noncanon'] / n:.0f}%) "
-              f"| {row['ll'] / n:.2f} | {row['ll_canon'] / n:.2f} | {differ} | {mask} | {row['tokens'] / row['seconds']:.1f} |")
+              f"| {row['ll'] / n:.2f} | {row['ll_canon'] / n:.2f} | {gain} | {differ} | {mask} | {row['tokens'] / row['seconds']:.1f} |")
     print()
     print(f"per constraint ({runs} runs each: valid / non-canonical / text differs from canonical; set-up = both bpefst guides and the llama.cpp grammar):")
     print()
