@@ -384,9 +384,10 @@ class Tokenizer(TiktokenMethods):
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
         text = self._as_text("encode", text, disallowed)
         if jobs > 1 and len(text) > 1 << 16:
-            if self._native_scans and not allowed:
+            if self._native_scans and not allowed:  # the core's threads: checked whole, so errors name the text's positions
+                check_disallowed(text, disallowed, 0)
                 parts = [part for _, part in self.split_for_jobs(text, jobs * PIECES_PER_JOB)]
-                return list(chain.from_iterable(self._encode_batch_native(parts, disallowed, jobs)))
+                return list(chain.from_iterable(self._encode_batch_native(parts, frozenset(), jobs)))
             return self._encode_parallel(text, allowed, disallowed, jobs)
         return self._encode_policy(text, allowed, disallowed)
 
