@@ -291,7 +291,17 @@ static size_t bpe_buckets(const PairTable *table, uint32_t *ids, size_t n) {
             batch[j] = batch[k - 1 - j];
             batch[k - 1 - j] = swap;
         }
-        for (size_t j = 1; j < k; j++)
+        /* Occurrences of a pair (a, b) with a != b cannot overlap, and merging one creates only pairs
+         * of higher rank, so their order does not matter; runs of (a, a) go leftmost first. */
+        int runs = 0;
+        for (size_t j = 0; j < k; j++) {
+            uint32_t at = batch[j];
+            if (prev[at] != at && next[at] != NONE_POS && pair_rank(table, ids[at], ids[next[at]], &result) == rank) {
+                runs = ids[at] == ids[next[at]];
+                break;
+            }
+        }
+        for (size_t j = 1; runs && j < k; j++)
             if (batch[j] < batch[j - 1]) {
                 qsort(batch, k, sizeof(uint32_t), compare_positions);
                 break;
