@@ -102,10 +102,12 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
+            max_depth: int = 2, strict: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
-    ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation),
+    ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation;
+    values the schema leaves open nest at most ``max_depth`` arrays/objects and a recursive ``$ref`` is followed
+    that often; ``strict=False`` drops the keywords an automaton cannot honour, with a warning, instead of refusing),
     as a :class:`TokenLanguage`.
 
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
@@ -120,7 +122,7 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     if regex is not None and not isinstance(regex, str):
         raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
-    text = constraint_pattern(regex, json_schema, whitespace)
+    text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs, source=text)
 

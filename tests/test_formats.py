@@ -197,3 +197,25 @@ def test_merges_using_token_not_yet_built(tmp_path) -> None:
 def test_duplicate_merges(tmp_path) -> None:
     with pytest.raises(BpefstError, match="listed twice"):
         load_tokenizer(_gpt2_files(tmp_path, ["a b", "a b"]))
+
+
+def test_hf_digits_then_byte_level_reads_as_gpt2_digits(tmp_path) -> None:
+    """SmolLM's pre-tokenizer, Sequence[Digits(individual_digits), ByteLevel]: HF's ids on text full of numbers."""
+    tokenizers = pytest.importorskip("tokenizers")
+    model = random_byte_model(5, alphabet=b"ab12 .'", num_merges=30, pattern=PRESETS["gpt2"])
+    path = tmp_path / "digits.json"
+    save_tokenizer(model, path, "hf")
+    document = json.loads(path.read_text())
+    document["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+    path.write_text(json.dumps(document))
+    ours = load_tokenizer(path)
+    assert ours.pattern == PRESETS["gpt2-digits"]
+    theirs = tokenizers.Tokenizer.from_file(str(path))
+    for text in [SAMPLE, *ONIG_SAMPLES, "a  1", "a 1", " 12 ab", "x\t\t2", "ⅻ½٣ 2²", "12'll 3's", "  \n 4\n"]:
+        assert ReferenceEncoder(ours).encode(text, allowed_special="all") == theirs.encode(text).ids, text
+    document["pre_tokenizer"]["pretokenizers"][0]["individual_digits"] = False
+    path.write_text(json.dumps(document))
+    with pytest.raises(BpefstError, match="without individual_digits"):
+        load_tokenizer(path)

@@ -290,7 +290,7 @@ def test_any_field_with_a_wrong_type_is_a_clear_error_or_means_what_hf_says(tmp_
 # -- defect 5: files that are not tokenizers -----------------------------------------------------
 
 
-ACCEPTED = "expected a bpefst artifact, an HF tokenizer.json, a GPT-2 vocab.json + merges.txt, or a tiktoken rank file"
+ACCEPTED = "expected a bpefst artifact, an HF tokenizer.json, a GPT-2 vocab.json + merges.txt, a tiktoken rank file or a GGUF model"
 
 
 @pytest.mark.parametrize("content, fragment", [

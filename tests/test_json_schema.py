@@ -302,21 +302,12 @@ def test_flexible_whitespace_is_bounded():
 # -- refusals ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("schema, pointer", [
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),
-    ({"type": "array", "items": [{"type": "integer"}]}, "/items"),
-    ({"type": "array", "prefixItems": [{"type": "null"}]}, "/"),
     ({"type": "array", "prefixItems": [{"type": "null"}], "items": False, "minItems": 2}, "/minItems"),
     ({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 2}}}, "/properties/a/multipleOf"),
     ({"type": "object", "properties": {"a/b": {"type": "string", "format": "hostname"}}}, "/properties/a~1b/format"),
-    ({"type": "object", "additionalProperties": True}, "/additionalProperties"),
-    ({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}}}},
-     "/$defs/n/properties/n/$ref"),
-    ({"allOf": [{"type": "string"}]}, "/allOf"),
-    ({}, "/"),
-    ({"type": "array"}, "/"),
     ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "/oneOf/1"),
     ({"type": "string", "pattern": "^a|b$"}, "/pattern"),
     ({"type": "string", "pattern": "a.c"}, "/pattern"),
-    ({"type": "object", "properties": {}, "required": ["z"]}, "/required/0"),
     ({"type": "strin"}, "/type"),
     ({"type": ["null", {"type": "string"}]}, "/type/1"),
     ({"type": "object", "properties": {"a": 5}}, "/properties/a"),
@@ -324,6 +315,7 @@ def test_flexible_whitespace_is_bounded():
     ({"type": "string", "maxLength": -1}, "/maxLength"),
     ({"$ref": "#/$defs/missing"}, "/$ref"),
     ({"$ref": "http://example.com/s.json"}, "/$ref"),
+    ({"type": "object", "properties": {"a": {"type": "null"}}, "required": ["z"], "additionalProperties": False}, "/required"),
 ])
 def test_unsupported_is_refused_with_pointer(schema, pointer):
     with pytest.raises(SchemaError) as info:
@@ -371,7 +363,7 @@ def test_cli_json_schema_samples_valid_documents(tmp_path, byte_tok):
 @pytest.mark.parametrize("schema, fragment", [
     ({"type": "string", "format": "hostname"}, "JSON Schema /format: unsupported format 'hostname'"),
     ({"type": "object", "properties": {"t": {"type": "array", "items": {"type": "null"}, "contains": {"type": "null"}}}},
-     "JSON Schema /properties/t/contains: unsupported keyword 'contains'"),
+     "JSON Schema /properties/t/contains: contains is not supported"),
 ])
 def test_cli_refuses_unsupported_keywords_with_their_pointer(tmp_path, byte_tok, schema, fragment):
     from cli_runner import assert_user_error, run

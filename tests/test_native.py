@@ -181,10 +181,33 @@ def test_whole_text_encoding_on_random_merges(preset) -> None:
             assert compiled.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
-def test_long_runs_through_the_heap_route() -> None:
+def test_long_runs_through_the_heap_and_bucket_routes() -> None:
+    """Chunks of 65 to 65535 symbols take the heap, longer ones the buckets (src/core/bpe.h)."""
     compiled, pure = both_engines("cl100k_base")
-    for text in ("x" * 100_000, "ab" * 30_000 + "a", " " * 50_000, "中" * 20_000):
+    for text in ("x" * 100_000, "ab" * 30_000 + "a", " " * 50_000, "中" * 20_000, "ab" * 40_000, "x" * 65_536):
         assert compiled.encode_ordinary(text) == oracle("cl100k_base", text)
+    for text in (" " * 70_000, "\n" * 70_001, " \t" * 40_000):  # one chunk each; tiktoken is quadratic there
+        assert compiled.encode_ordinary(text) == pure.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bucket_route_equals_the_reference_on_random_merges(seed: int) -> None:
+    model = random_byte_model(seed, alphabet=b"ab", num_merges=40, pattern=None)
+    rng = random.Random(seed)
+    text = "".join(rng.choice(["a", "b", "ab", "aab"]) for _ in range(40_000))  # one chunk of about 80K bytes
+    assert Tokenizer(model, engine="compiled").encode_ordinary(text) == ReferenceEncoder(model).encode_ordinary(text)
+
+
+def test_a_token_made_twice_takes_the_heap() -> None:
+    """Merges that make one token twice can create lower-ranked pairs later: the buckets' premise fails."""
+    vocab = {b: bytes([b]) for b in range(256)}
+    vocab.update({256: b"aa", 257: b"aaa", 258: b"aaaa"})
+    merges = [(97, 97), (256, 97), (256, 256), (97, 256)]  # b"aaa" is made by two merges
+    from bpefst.tokenizer import BPEModel
+
+    model = BPEModel.unchecked(level="byte", vocab=vocab, merges=merges, specials={}, pattern=None)
+    text = "a" * 70_001
+    assert Tokenizer(model, engine="compiled").encode_ordinary(text) == ReferenceEncoder(model).encode_ordinary(text)
 
 
 def test_batch_on_threads_equals_one_by_one() -> None:

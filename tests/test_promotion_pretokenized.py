@@ -45,8 +45,8 @@ from bpefst.tokenizer import PRESETS, load_tokenizer
 from conftest import corpus_prefix, require_shared
 from small_models import random_byte_model
 
-CHUNKED_PRESETS = ("gpt2", "cl100k", "o200k")
-EXHAUSTIVE_LENGTH = {"gpt2": 5, "cl100k": 5, "o200k": 4}  # o200k: 19 classes, 19**5 strings take ~30 s
+CHUNKED_PRESETS = ("gpt2", "cl100k", "o200k", "gpt2-digits")
+EXHAUSTIVE_LENGTH = {"gpt2": 5, "cl100k": 5, "o200k": 4, "gpt2-digits": 5}  # o200k: 19 classes, 19**5 strings take ~30 s
 
 
 # ---------------------------------------------------------------- (a) chunkers

@@ -109,6 +109,6 @@ def tokenizer_options(command: Callable) -> Callable:
     command = click.option(
         "--pattern",
         metavar="NAME|REGEX",
-        help="Pre-tokenization pattern: gpt2, cl100k, o200k, whitespace, none, or a regex (overrides the file's).",
+        help="Pre-tokenization pattern: gpt2, gpt2-digits, cl100k, o200k, whitespace, none, or a regex (overrides the file's).",
     )(command)
     return command

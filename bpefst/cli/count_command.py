@@ -46,7 +46,7 @@ def counting_options(command: Callable) -> Callable:
             click.option("--special-token", "special_tokens", multiple=True, metavar="TOK",
                          help="A special token (repeatable): split off before counting, never merged; ids 0, 1, ..."),
             click.option("--pattern", metavar="NAME|REGEX",
-                         help="Pre-tokenization: gpt2, cl100k, o200k, whitespace, none, or a regex [default: gpt2 for bytes, whitespace for chars]."),
+                         help="Pre-tokenization: gpt2, gpt2-digits, cl100k, o200k, whitespace, none, or a regex [default: gpt2 for bytes, whitespace for chars]."),
             click.option("--alphabet", type=click.Choice(ALPHABETS), default=None,
                          help="bytes: byte-level BPE (256 base tokens); chars: character-level BPE over the corpus's characters [default: bytes]."),
             click.option("--tie-break", type=click.Choice(TIE_BREAKS), default=None,

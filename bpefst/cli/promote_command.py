@@ -6,6 +6,7 @@ import json
 import random
 import sys
 import time
+import warnings
 
 import click
 
@@ -21,7 +22,7 @@ from ..promotion.token_automaton_io import save_token_automaton
 from ..promotion.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
-from ..regex.json_schema import schema_to_regex
+from ..regex.json_schema import DEFAULT_MAX_DEPTH, SchemaWarning, schema_to_regex
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
@@ -38,6 +39,12 @@ from .limits import LimitExceeded, bounded
               help="A JSON Schema file: the pattern is the JSON text of its documents (properties in schema order, compact).")
 @click.option("--whitespace", type=click.IntRange(min=0), default=None, metavar="K",
               help="--json-schema: allow up to K whitespace characters around each structural character (default 0: compact).")
+@click.option("--max-depth", type=click.IntRange(min=0, max=16), default=None, metavar="D",
+              help="--json-schema: values the schema leaves open nest at most D arrays/objects, and a recursive $ref "
+                   "is followed at most D times inside itself (default 2).")
+@click.option("--no-strict", is_flag=True,
+              help="--json-schema: drop keywords an automaton cannot honour (uniqueItems, multipleOf, not, ...) instead of "
+                   "refusing the schema; a warning on stderr names them.")
 @click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
               help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
 @click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
@@ -58,7 +65,8 @@ from .limits import LimitExceeded, bounded
 @click.option("--max-memory", type=click.IntRange(min=1), default=2000, show_default=True, metavar="MB",
               help="Give up when the process needs more resident memory than this.")
 @user_errors
-def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, schema_file, whitespace, mode, unk, output, fmt, stats,
+def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, schema_file, whitespace, max_depth, no_strict,
+                    mode, unk, output, fmt, stats,
                     sample, max_states, max_arcs, tokenizer_path, no_pretokenize, timeout, max_memory) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
@@ -81,11 +89,13 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     given = [x for x in (pattern_text, pattern_file, words_file, schema_file) if x is not None]
     if len(given) != 1:
         raise BpefstError("give exactly one of --regex, --pattern-file, --words, --json-schema")
-    if whitespace is not None and schema_file is None:
-        raise BpefstError("--whitespace applies to --json-schema")
+    for name, value in (("--whitespace", whitespace), ("--max-depth", max_depth), ("--no-strict", no_strict or None)):
+        if value is not None and schema_file is None:
+            raise BpefstError(f"{name} applies to --json-schema")
     _check_output(output, fmt, [compiled, pattern_file, words_file, schema_file, tokenizer_path])
     if schema_file is not None:
-        pattern_text = schema_to_regex(_read_schema(schema_file), whitespace or 0)
+        pattern_text = _schema_pattern(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
+                                       not no_strict)
     try:
         with bounded(timeout, max_memory):
             _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
@@ -131,6 +141,16 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
     encoder = ReferenceEncoder(model)
     _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
+
+
+def _schema_pattern(schema, whitespace: int, max_depth: int, strict: bool) -> str:
+    """The schema's pattern; what it ignored or dropped goes to stderr as one line, not as a Python warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SchemaWarning)
+        pattern = schema_to_regex(schema, whitespace, max_depth=max_depth, strict=strict)
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
+    return pattern
 
 
 def _read_schema(path: str):

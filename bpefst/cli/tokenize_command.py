@@ -140,9 +140,11 @@ def tokenize(tokenizer: str, inputs: tuple[str, ...], pattern: str | None, speci
         seconds = time.perf_counter() - loaded
         rate = read / seconds / 1e6 if seconds > 0 else 0.0
         counted = f"{documents:,} documents, {ids:,} ids, " if ids is not None else ""
-        click.echo(f"bpefst: load {loaded - began:.2f} s; {counted}{read:,} bytes in {seconds:.2f} s ({rate:.2f} MB/s)", err=True)
-        if tok.transducer is not None:
-            for key, value in tok.transducer.stats().items():
+        click.echo(f"bpefst: load {loaded - began:.2f} s; {counted}{read:,} bytes in {seconds:.2f} s ({rate:.2f} MB/s); "
+                   f"engine: {tok.engine}", err=True)
+        transducer = vars(tok).get("transducer")  # only if a long chunk made the pure path build it
+        if transducer is not None:
+            for key, value in transducer.stats().items():
                 click.echo(f"bpefst: transducer {key}: {value}", err=True)
 
 

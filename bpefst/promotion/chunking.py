@@ -94,6 +94,25 @@ GPT2_RULES = ChunkRules(
     ),
 )
 
+# gpt2-digits: \p{N}|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+
+# GPT-2's atoms and forms, except that every number character is a chunk of its own (nothing takes a space
+# before it), and that a whitespace run before one ends there whole, as at the end of the text
+GPT2_DIGITS_RULES = ChunkRules(
+    "gpt2-digits",
+    atoms=GPT2_RULES.atoms,
+    forms=(
+        ("N", ""),
+        ("'(s|t|re|ve|m|ll|d)", ""),
+        (f"_?{_GPT2_LETTERS}+", f"[^stremvldL]|{END_LETTER}"),
+        ("_['P]+", f"[^'P]|{END_LETTER}"),
+        ("P['P]*|'['P]+", f"[^'P]|{END_LETTER}"),
+        ("'", f"{END_LETTER}|[eLN_W]|r([^e]|{END_LETTER})|v([^e]|{END_LETTER})|l([^l]|{END_LETTER})"),
+        ("[_W]+", f"N|{END_LETTER}"),  # \s+(?![^\s\p{N}]) reaching a number or the end
+        ("[_W]+", f"[_W][^_WN{END_LETTER}]"),  # all but the last of a run before another \S
+        ("W", f"[^_WN{END_LETTER}]"),  # \s+: one non-space whitespace before a non-number \S
+    ),
+)
+
 # cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
 # atoms: ' s t r e m v l d (with their case variants, e.g. ſ for s), L, N, R \r, F \n, _ space, W other \s, P the rest
 _CL100K_LETTERS = "[stremvldL]"
@@ -170,7 +189,8 @@ O200K_RULES = ChunkRules(
     ),
 )
 
-RULES: dict[str, ChunkRules] = {"gpt2": GPT2_RULES, "cl100k": CL100K_RULES, "o200k": O200K_RULES}
+RULES: dict[str, ChunkRules] = {"gpt2": GPT2_RULES, "cl100k": CL100K_RULES, "o200k": O200K_RULES,
+                                "gpt2-digits": GPT2_DIGITS_RULES}
 SUPPORTED_PRESETS = tuple(RULES)
 
 

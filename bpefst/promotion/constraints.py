@@ -25,7 +25,7 @@ from collections import OrderedDict
 from ..bpe import MergeForest, build_canonical
 from ..errors import BpefstError
 from ..regex import alphabet_for, compile_regex
-from ..regex.json_schema import schema_to_regex
+from ..regex.json_schema import DEFAULT_MAX_DEPTH, schema_to_regex
 from ..tokenizer import BPEModel
 from . import guide_cache
 from .agnostic import SpellingTrie
@@ -48,12 +48,17 @@ class EmptyConstraint(BpefstError):
 _guides: OrderedDict[tuple, GuidedAutomaton] = OrderedDict()
 
 
-def constraint_pattern(regex: str | None = None, json_schema=None, whitespace: int = 0) -> str:
-    """The regex of a constraint given as exactly one of ``regex`` or ``json_schema`` (a dict)."""
+def constraint_pattern(regex: str | None = None, json_schema=None, whitespace: int = 0, max_depth: int = DEFAULT_MAX_DEPTH,
+                       strict: bool = True) -> str:
+    """The regex of a constraint given as exactly one of ``regex`` or ``json_schema`` (a dict).
+
+    ``whitespace``, ``max_depth`` and ``strict`` apply to ``json_schema``
+    (:func:`bpefst.regex.json_schema.schema_to_regex`).
+    """
     if (regex is None) == (json_schema is None):
         raise BpefstError("give exactly one of regex and json_schema")
     if json_schema is not None:
-        return schema_to_regex(json_schema, whitespace)
+        return schema_to_regex(json_schema, whitespace, max_depth=max_depth, strict=strict)
     if whitespace:
         raise BpefstError("whitespace applies to json_schema")
     return regex
@@ -102,7 +107,8 @@ def promote_constraint(model: BPEModel, pattern: str, mode: str = "canonical", m
     return lazy
 
 
-def guide(model: BPEModel, regex: str | None = None, *, json_schema=None, whitespace: int = 0, mode: str = "canonical",
+def guide(model: BPEModel, regex: str | None = None, *, json_schema=None, whitespace: int = 0, max_depth: int = DEFAULT_MAX_DEPTH,
+          strict: bool = True, mode: str = "canonical",
           stop_ids=None, max_states: int | None = MAX_STATES, max_arcs: int | None = MAX_ARCS, cache_dir=None) -> GuidedAutomaton:
     """A :class:`GuidedAutomaton` for a regex or a JSON Schema over ``model`` (cached; module docstring).
 
@@ -113,7 +119,7 @@ def guide(model: BPEModel, regex: str | None = None, *, json_schema=None, whites
     """
     import json
 
-    pattern = constraint_pattern(regex, json_schema, whitespace)
+    pattern = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     stops = tuple(sorted(default_stop_ids(model) if stop_ids is None else ([stop_ids] if isinstance(stop_ids, int) else stop_ids)))
     key = (model.fingerprint, pattern, mode, stops, max_states, max_arcs)
     found = _guides.get(key)

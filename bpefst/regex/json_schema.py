@@ -4,36 +4,53 @@ Structured generation mostly starts from a JSON Schema; bpefst constrains
 decoding with regular languages, so a schema is translated into a pattern in
 the syntax :func:`bpefst.regex.compile_regex` compiles.  The translation is
 *sound*: every string the pattern matches is a JSON document that ``json.loads``
-reads and that is valid under the schema.  It is a chosen subset of the valid
+reads and that is valid under the schema (``strict=False`` gives that up for
+the keywords it names in its warning).  It is a chosen subset of the valid
 documents, the one a generator should produce:
 
-* objects list their properties in the schema's order, each property at most
-  once, and no property the schema does not name (as if
-  ``additionalProperties`` were false; ``false`` may be written);
+* objects list their properties in the schema's order, each at most once;
+  then, where the schema allows more members (``additionalProperties: true``
+  or a schema, ``patternProperties``), any number of extra members, their
+  names differing from the listed ones and constrained by ``propertyNames``
+  and the patterns, their values by the schema that governs them.  Without
+  ``additionalProperties`` an object that has ``properties`` (even ``{}``)
+  gets no others (a model should not invent members); one that says nothing
+  of its members is open;
+* a value the schema does not constrain (``{}``, ``true``, no type and no
+  keyword that implies one, an array without ``items``) is any JSON value
+  nesting at most ``max_depth`` arrays/objects, and a recursive ``$ref`` is
+  followed at most ``max_depth`` times inside itself: deeper documents are
+  cut, so a regular language can describe them;
 * whitespace is compact (``{"a":1,"b":[2,3]}``, as ``json.dumps(...,
   separators=(",", ":"))`` writes) unless ``whitespace=k`` allows up to ``k``
   whitespace characters around every structural character ``{ } [ ] : ,``;
 * strings may use every JSON escape except ``\\u`` escapes of surrogates (so
-  that a ``\\uXXXX`` is one character, as minLength/maxLength count); a
-  ``format`` generates the common spelling of its format (below);
+  that a ``\\uXXXX`` is one character, as minLength/maxLength count); extra
+  member names are spelled as ``json.dumps`` spells them (so that no two
+  spellings name the same member); a ``format`` generates the common spelling
+  of its format (below);
 * numbers with bounds have no exponent (an unbounded exponent cannot be
   compared with a bound by a finite automaton).
 
-Supported keywords: ``type`` (one or a list), ``enum``, ``const``;
-object: ``properties``, ``required``, ``additionalProperties: false``;
-string: ``minLength``, ``maxLength``, ``pattern``, ``format`` (date,
-date-time, time, email, uuid); integer and number: ``minimum``, ``maximum``,
-``exclusiveMinimum``, ``exclusiveMaximum`` (decimal bounds for numbers, up to
-12 decimals);
-array: ``prefixItems``, ``items`` (a schema, or false after ``prefixItems``),
-``minItems``, ``maxItems``, ``uniqueItems: false``; ``anyOf``; ``oneOf`` when its
-branches cannot both hold (pairwise different types or enum values), so the
-alternation is exact; ``$ref`` to ``#/$defs/...`` or ``#/definitions/...``.
-Annotations (``title``, ``description``, ``default``, ``examples``, ...) are
-allowed and change nothing.  Any other keyword, a recursive ``$ref``, or a
-schema that would accept arbitrary JSON (``{}``, ``true``, an array without
-``items``) raises :class:`SchemaError` naming the JSON pointer of the keyword:
-a keyword is never ignored.
+Keywords: ``type`` (one or a list; without it, the types its keywords imply),
+``enum``, ``const``; object: ``properties``, ``required``,
+``additionalProperties``, ``patternProperties``, ``propertyNames``,
+``minProperties`` up to 1; string: ``minLength``, ``maxLength``, ``pattern``,
+``format`` (date, date-time, time, email, uuid, ipv4, uri); integer and
+number: ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``
+(draft-04 booleans too; decimal bounds for numbers, up to 12 decimals); array:
+``prefixItems``, ``items`` (a schema, false, or draft-04's list with
+``additionalItems``), ``minItems``, ``maxItems``; ``anyOf``; ``oneOf`` when
+its branches cannot both hold (pairwise different types or enum values);
+``allOf`` and keywords beside ``$ref``/``anyOf``/``oneOf``, merged
+(:mod:`.json_schema_merge`); ``$ref`` to any ``#/...`` pointer of the schema.
+Annotations (``title``, ``description``, ...) change nothing; keywords JSON
+Schema does not define are ignored as it prescribes, with a
+:class:`SchemaWarning`.  The keywords that constrain but that a finite
+automaton cannot honour here (``uniqueItems: true``, ``multipleOf``, ``not``,
+``if``, ``dependencies``, ``contains``, ``maxProperties``, other formats, ...)
+raise :class:`SchemaError` naming the JSON pointer of the keyword; with
+``strict=False`` they are dropped instead, and the warning names them.
 
 Integer ranges become digit-by-digit alternations (the classic construction:
 split ``[lo, hi]`` at powers of ten, then at each digit position take the
@@ -50,29 +67,46 @@ from decimal import Decimal
 import regex
 
 from ..errors import BpefstError
+from .json_schema_merge import merge_all, pattern_matches
+from .json_schema_names import NAME_CHAR, other_names
+from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, json_type, pointer_to,
+                                same_json, warn_about)
 
-ANNOTATIONS = frozenset({
-    "$schema", "$id", "$comment", "$anchor", "title", "description", "default", "examples", "deprecated",
-    "readOnly", "writeOnly", "$defs", "definitions",
-})
-KEYWORDS = {
-    "object": {"properties", "required", "additionalProperties"},
+__all__ = ["DEFAULT_MAX_DEPTH", "SchemaError", "SchemaWarning", "json_literal", "literal", "schema_to_regex"]
+
+TYPES = ("null", "boolean", "number", "string", "array", "object", "integer")
+# Keywords that imply a type when "type" is absent (a schema with "properties" describes objects).
+TYPE_HINTS = {
+    "object": {"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+               "minProperties", "maxProperties", "dependencies", "dependentRequired", "dependentSchemas"},
+    "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"},
     "string": {"minLength", "maxLength", "pattern", "format"},
-    "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
-    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
-    "array": {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"},
-    "boolean": set(),
-    "null": set(),
+    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
-COMBINATORS = ("anyOf", "oneOf")
+# Constraining keywords no finite automaton here honours: refused, or dropped with strict=False.
+UNSUPPORTED = {
+    "multipleOf": "multipleOf is not supported",
+    "not": "not is not supported",
+    "if": "if/then/else is not supported", "then": "if/then/else is not supported",
+    "else": "if/then/else is not supported",
+    "contains": "contains is not supported", "minContains": "contains is not supported",
+    "maxContains": "contains is not supported",
+    "dependencies": "dependencies are not supported", "dependentRequired": "dependentRequired is not supported",
+    "dependentSchemas": "dependentSchemas are not supported",
+    "unevaluatedItems": "unevaluatedItems is not supported",
+    "unevaluatedProperties": "unevaluatedProperties is not supported",
+    "$dynamicRef": "$dynamicRef is not supported", "$recursiveRef": "$recursiveRef is not supported",
+}
+DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
-TYPED = set().union(*KEYWORDS.values())
+MAX_PATTERN = 1_000_000  # characters of translated pattern before refusing (before any automaton is built)
 
 # One character of a JSON string: anything but '"', '\' and controls, or an escape;
 # \u escapes of surrogates are left out (a pair would be two escapes but one character).
 STRING_CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))'
 INTEGER = r"(?:0|-?[1-9][0-9]*)"  # no "-0": an integer generator writes 0
 NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+NOTHING = r"[^\x00-\U0010FFFF]"  # an empty class: the pattern of no document (a cut recursion, a false schema)
 
 _YEAR = r"(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
 _LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
@@ -80,37 +114,38 @@ _LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]
 _DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
          rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+# RFC 3986 absolute URIs, spelled with unreserved/reserved characters and %XX escapes only (no spaces).
+_URI_CHAR = r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})"
 FORMATS = {
     "date": _DATE,
     "time": _TIME,
     "date-time": rf"{_DATE}T{_TIME}",
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}",
+    "uri": rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}+",
 }
 
 
-class SchemaError(BpefstError):
-    """A schema bpefst cannot translate; the message starts with the JSON pointer of the cause."""
-
-    def __init__(self, pointer: str, message: str) -> None:
-        super().__init__(f"JSON Schema {pointer or '/'}: {message}")
-        self.pointer = pointer
-
-
-def schema_to_regex(schema, whitespace: int = 0) -> str:
+def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True) -> str:
     """The pattern matching the JSON text of the documents generated for ``schema`` (module docstring).
 
     ``whitespace``: 0 for compact JSON, ``k`` to allow up to ``k`` whitespace
     characters (space, tab, newline, carriage return) around each structural
-    character.
+    character.  ``max_depth``: how deep unconstrained values nest and how
+    often a recursive ``$ref`` is followed inside itself.  ``strict=False``:
+    drop the keywords that cannot be honoured instead of refusing the schema.
+    Ignored and dropped keywords are named in one :class:`SchemaWarning`.
     """
     if not isinstance(whitespace, int) or isinstance(whitespace, bool) or whitespace < 0:
         raise BpefstError(f"whitespace must be a non-negative integer, not {whitespace!r}")
-    return _Translator(schema, whitespace).value(schema, "", ())
-
-
-def _pointer(pointer: str, key) -> str:
-    return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+    if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 16:
+        raise BpefstError(f"max_depth must be an integer from 0 to 16, not {max_depth!r}")
+    translator = _Translator(schema, whitespace, max_depth, bool(strict))
+    text = translator.value(schema, "", ())
+    warn_about(list(translator.ignored), list(translator.relaxed))
+    return text
 
 
 def literal(text: str) -> str:
@@ -123,107 +158,193 @@ def json_literal(value) -> str:
     return literal(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
 
+_pointer = pointer_to
+
+
 class _Translator:
-    def __init__(self, root, whitespace: int):
+    def __init__(self, root, whitespace: int, max_depth: int, strict: bool):
         self.root = root
         self.depth = 0
+        self.whitespace = whitespace
+        self.max_depth = max_depth
+        self.strict = strict
         self.ws = f"[ \\t\\n\\r]{{0,{whitespace}}}" if whitespace else ""
+        self.ignored: dict[str, None] = {}  # pointers of unknown keywords, in order, once each
+        self.relaxed: dict[str, None] = {}  # pointers of keywords strict=False dropped
+        self.origin: dict[int, tuple] = {}  # id(subschema) -> (subschema, its pointer), for schemas a merge moved
+        self.memo: dict[tuple, tuple] = {}  # (id(schema), refs, names) -> (schema, pattern): translated once
+        self.anys: dict[int, str] = {}
+        self.names = False  # translating propertyNames: strings spelled one way only
 
     def punct(self, char: str) -> str:
         """A structural character with the allowed whitespace around it."""
         return f"{self.ws}{re.escape(char)}{self.ws}"
 
+    def unsupported(self, pointer: str, message: str) -> None:
+        """Refuse a keyword that constrains documents but cannot be honoured, unless strict=False."""
+        if self.strict:
+            raise SchemaError(pointer, f"{message} (strict=False drops it, with a warning)")
+        self.relaxed[pointer] = None
+
+    def at(self, schema, default: str) -> str:
+        """The pointer of ``schema``: where a merge took it from, else ``default``."""
+        entry = self.origin.get(id(schema))
+        return entry[1] if entry is not None and entry[0] is schema else default
+
     # -- dispatch ----------------------------------------------------------------------------
     def value(self, schema, pointer: str, refs: tuple) -> str:
+        key = (id(schema), refs, self.names)
+        found = self.memo.get(key)
+        if found is not None and found[0] is schema:
+            return found[1]
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
                 raise SchemaError(pointer, f"schemas nest more than {MAX_DEPTH} deep")
-            return self._value(schema, pointer, refs)
+            text = self._value(schema, pointer, refs)
         finally:
             self.depth -= 1
+        if len(text) > MAX_PATTERN:
+            raise SchemaError(pointer, f"the translated pattern grows past {MAX_PATTERN:,} characters; lower max_depth "
+                                       f"(now {self.max_depth}) or bound the schema")
+        if isinstance(schema, (dict, list)):
+            self.memo[key] = (schema, text)
+        return text
 
     def _value(self, schema, pointer: str, refs: tuple) -> str:
-        if schema is True or schema == {}:
-            raise SchemaError(pointer, "accepts any JSON value, which is not a regular language; give a type")
+        if schema is True:
+            return self.any_value(self.max_depth)
         if schema is False:
-            raise SchemaError(pointer, "the false schema accepts nothing")
+            return NOTHING
         if not isinstance(schema, dict):
             raise SchemaError(pointer, f"a schema must be an object or a boolean, not {type(schema).__name__}")
-        for key in schema:
-            if key not in ANNOTATIONS and key not in TYPED and key not in ("type", "enum", "const", "$ref", *COMBINATORS):
-                raise SchemaError(_pointer(pointer, key), f"unsupported keyword {key!r}")
-        if "$ref" in schema:
-            return self.ref(schema, pointer, refs)
-        for keyword in COMBINATORS:
+        keys = self.keywords(schema, pointer)
+        if keys == {"$ref"}:
+            return self.ref(schema["$ref"], pointer, refs)
+        if "$ref" in keys or "allOf" in keys or (keys & {"anyOf", "oneOf"} and len(keys) > 1):
+            return self.merged(schema, pointer, refs)
+        for keyword in ("anyOf", "oneOf"):
             if keyword in schema:
                 return self.combinator(schema, keyword, pointer, refs)
+        for key in keys & UNSUPPORTED.keys():
+            self.unsupported(_pointer(pointer, key), UNSUPPORTED[key])
         if "enum" in schema or "const" in schema:
             return self.enum(schema, pointer, refs)
-        types = self.types(schema, pointer)
+        types = self.types(schema, pointer, keys)
+        if types is None:
+            return self.any_value(self.max_depth)
         branches = [self.typed(t, schema, pointer, refs) for t in types]
         return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
-    def types(self, schema: dict, pointer: str) -> list[str]:
+    def keywords(self, schema: dict, pointer: str) -> set:
+        """The constraining keywords of ``schema``; unknown ones are noted for the warning and skipped."""
+        keys = set()
+        for key in schema:
+            if key in VOCABULARY:
+                keys.add(key)
+            elif key not in ANNOTATIONS and key != FORBIDDEN:
+                self.ignored[_pointer(pointer, key)] = None
+        return keys
+
+    def types(self, schema: dict, pointer: str, keys: set) -> list[str] | None:
+        """The declared types, else the types the keywords imply; None for any JSON value."""
         if "type" not in schema:
-            raise SchemaError(pointer, "needs a type (or enum, const, anyOf, oneOf, $ref); without one any JSON value is valid")
+            implied = [t for t, hints in TYPE_HINTS.items() if keys & hints]
+            return implied or None
         declared = schema["type"]
         types = declared if isinstance(declared, list) else [declared]
         if not types:
             raise SchemaError(_pointer(pointer, "type"), "an empty list of types accepts nothing")
         for i, t in enumerate(types):
-            if not isinstance(t, str) or t not in KEYWORDS:
+            if not isinstance(t, str) or t not in TYPES:
                 where = _pointer(pointer, "type") if not isinstance(declared, list) else _pointer(_pointer(pointer, "type"), i)
-                raise SchemaError(where, f"unknown type {t!r} (expected one of {', '.join(KEYWORDS)})")
+                raise SchemaError(where, f"unknown type {t!r} (expected one of {', '.join(TYPES)})")
         if "integer" in types and "number" in types:
             types = [t for t in types if t != "integer"]  # every integer is a number
-        return types
+        return list(dict.fromkeys(types))
 
     def typed(self, type_: str, schema: dict, pointer: str, refs: tuple) -> str:
         return getattr(self, "type_" + type_)(schema, pointer, refs)
 
+    def any_value(self, depth: int) -> str:
+        """Any JSON value nesting at most ``depth`` arrays/objects."""
+        found = self.anys.get(depth)
+        if found is None:
+            scalar = f'(?:null|true|false|{NUMBER}|"{STRING_CHAR}*")'
+            if depth <= 0:
+                found = scalar
+            else:
+                inner = self.any_value(depth - 1)
+                comma, colon = self.punct(","), self.punct(":")
+                member = f'"{STRING_CHAR}*"{colon}{inner}'
+                array = self.punct("[") + f"(?:{inner}(?:{comma}{inner})*)?" + self.punct("]")
+                obj = self.punct("{") + f"(?:{member}(?:{comma}{member})*)?" + self.punct("}")
+                found = f"(?:{scalar}|{array}|{obj})"
+            self.anys[depth] = found
+        return found
+
     # -- references and combinators ----------------------------------------------------------------
-    def ref(self, schema: dict, pointer: str, refs: tuple) -> str:
-        ref = schema["$ref"]
-        where = _pointer(pointer, "$ref")
-        others = [k for k in schema if k != "$ref" and k not in ANNOTATIONS]
-        if others:
-            raise SchemaError(_pointer(pointer, others[0]), "keywords beside $ref are not supported; move them into the definition")
-        if not isinstance(ref, str) or not (ref.startswith("#/$defs/") or ref.startswith("#/definitions/")):
-            raise SchemaError(where, f"only references to #/$defs/NAME or #/definitions/NAME are supported, not {ref!r}")
-        if ref in refs:
-            raise SchemaError(where, f"recursive reference {ref!r} (through {' -> '.join(refs)}): a recursive schema is not a regular language")
+    def resolve(self, ref, pointer: str) -> tuple[object, str]:
+        """The schema a ``$ref`` names (a JSON pointer into this schema) and its pointer."""
+        if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+            raise SchemaError(pointer, f"only references inside the schema (#/...) are supported, not {ref!r}")
         target = self.root
-        for part in ref[2:].split("/"):
+        for part in ref[2:].split("/") if ref != "#" else []:
             part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(target, dict) or part not in target:
-                raise SchemaError(where, f"{ref!r} names no definition")
-            target = target[part]
-        return self.value(target, ref[1:], refs + (ref,))
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            elif isinstance(target, dict) and part in target:
+                target = target[part]
+            else:
+                raise SchemaError(pointer, f"{ref!r} names no definition")
+        return target, ref[1:]
+
+    def ref(self, ref, pointer: str, refs: tuple) -> str:
+        where = _pointer(pointer, "$ref")
+        target, target_pointer = self.resolve(ref, where)
+        if refs.count(ref) >= self.max_depth:
+            return NOTHING  # recursion cut at max_depth
+        return self.value(target, target_pointer, refs + (ref,))
+
+    def merged(self, schema: dict, pointer: str, refs: tuple) -> str:
+        """allOf, and keywords beside $ref / anyOf / oneOf: merged into one schema (:mod:`.json_schema_merge`)."""
+        followed: list[str] = []
+
+        def resolve(ref, where):
+            if (refs + tuple(followed)).count(ref) >= self.max_depth:
+                return False, where  # recursion cut at max_depth
+            followed.append(ref)
+            return self.resolve(ref, where)
+
+        combined = merge_all([(schema, pointer)], resolve, self.origin, self.keywords)
+        if combined is False:
+            return NOTHING
+        for name, where in combined.get(FORBIDDEN, []):
+            if name in (combined.get("required") or []):
+                raise SchemaError(where, f"required property {name!r} is forbidden by this additionalProperties: false")
+        self.origin.setdefault(id(combined), (combined, pointer))
+        return self.value(combined, pointer, refs + tuple(followed))
 
     def combinator(self, schema: dict, keyword: str, pointer: str, refs: tuple) -> str:
-        where = _pointer(pointer, keyword)
-        others = [k for k in schema if k != keyword and k not in ANNOTATIONS]
-        if others:
-            raise SchemaError(_pointer(pointer, others[0]), f"keywords beside {keyword} are not supported; move them into its branches")
+        where = self.at(schema, _pointer(pointer, keyword))
         branches = schema[keyword]
         if not isinstance(branches, list) or not branches:
             raise SchemaError(where, "must be a non-empty list of schemas")
         if keyword == "oneOf":
-            _check_exclusive(branches, where, self.root)
-        patterns = [self.value(b, _pointer(where, i), refs) for i, b in enumerate(branches)]
+            _check_exclusive(branches, where, self)
+        patterns = [self.value(b, self.at(b, _pointer(where, i)), refs) for i, b in enumerate(branches)]
         return "(?:" + "|".join(patterns) + ")"
 
     def enum(self, schema: dict, pointer: str, refs: tuple) -> str:
         if "const" in schema:
             values, where = [schema["const"]], _pointer(pointer, "const")
-            if "enum" in schema and not any(_same(schema["const"], v) for v in schema["enum"] or []):
+            if "enum" in schema and not any(same_json(schema["const"], v) for v in schema["enum"] or []):
                 raise SchemaError(where, "the const is not among the enum values: nothing is valid")
         else:
             values, where = schema["enum"], _pointer(pointer, "enum")
             if not isinstance(values, list) or not values:
                 raise SchemaError(where, "must be a non-empty list")
-        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
+        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k in VOCABULARY}
         if rest:  # keep the values the other keywords allow: a value's own text must match their pattern
             values = [v for v in values if self.allows(rest, v, pointer, refs)]
             if not values:
@@ -238,12 +359,13 @@ class _Translator:
     def allows(self, rest: dict, value, pointer: str, refs: tuple) -> bool:
         """Whether ``value`` is valid under the keywords ``rest`` (an enum's other keywords)."""
         if "type" not in rest:  # keywords apply to the values of their own type only
-            kind = _json_type(value)
+            kind = json_type(value)
             rest = {**rest, "type": "number" if kind == "integer" else kind}
-            if rest["type"] not in KEYWORDS:
+            if rest["type"] not in TYPES:
                 return False
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        compact = _Translator(self.root, 0)
+        compact = _Translator(self.root, 0, self.max_depth, self.strict)
+        compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
         return regex.fullmatch(compact.value(rest, pointer, refs), text) is not None
 
     # -- types -------------------------------------------------------------------------------------
@@ -258,22 +380,26 @@ class _Translator:
         high = _natural(schema, "maxLength", pointer, None)
         if high is not None and high < low:
             raise SchemaError(_pointer(pointer, "maxLength"), f"maxLength {high} < minLength {low}: nothing is valid")
+        char = NAME_CHAR if self.names else STRING_CHAR
+        if "format" in schema:
+            name = schema["format"]
+            if name not in FORMATS:
+                self.unsupported(_pointer(pointer, "format"), f"unsupported format {name!r} (supported: {', '.join(FORMATS)})")
+                schema = {k: v for k, v in schema.items() if k != "format"}
         if "format" in schema or "pattern" in schema:
             if "format" in schema and "pattern" in schema:
-                raise SchemaError(_pointer(pointer, "pattern"), "format and pattern together are not supported")
-            if "minLength" in schema or "maxLength" in schema:
-                key = "minLength" if "minLength" in schema else "maxLength"
-                raise SchemaError(_pointer(pointer, key), f"{key} with format or pattern is not supported")
+                self.unsupported(_pointer(pointer, "pattern"), "format and pattern together are not supported")
+                schema = {k: v for k, v in schema.items() if k != "pattern"}
+            for key in ("minLength", "maxLength"):
+                if key in schema:
+                    self.unsupported(_pointer(pointer, key), f"{key} with format or pattern is not supported")
             if "format" in schema:
-                name = schema["format"]
-                if name not in FORMATS:
-                    raise SchemaError(_pointer(pointer, "format"), f"unsupported format {name!r} (supported: {', '.join(FORMATS)})")
-                return f'"{FORMATS[name]}"'
+                return f'"{FORMATS[schema["format"]]}"'
             return '"' + _string_pattern(schema["pattern"], _pointer(pointer, "pattern")) + '"'
-        return f'"{STRING_CHAR}{_repeat(low, high)}"'
+        return f'"{char}{_repeat(low, high)}"'
 
     def type_integer(self, schema: dict, pointer: str, refs) -> str:
-        low, high = _bounds(schema, pointer, integer=True)
+        low, high = _bounds(_draft4_bounds(schema), pointer, integer=True)
         if low is None and high is None:
             return INTEGER
         if low is not None and high is not None and low > high:
@@ -281,7 +407,8 @@ class _Translator:
         return _integer_range(low, high)
 
     def type_number(self, schema: dict, pointer: str, refs) -> str:
-        if not any(k in schema for k in KEYWORDS["number"]):
+        schema = _draft4_bounds(schema)
+        if not any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
             return NUMBER
         low, low_open, high, high_open = _number_bounds(schema, pointer)
         if low is not None and high is not None and (low > high or (low == high and (low_open or high_open))):
@@ -294,19 +421,17 @@ class _Translator:
         high = _natural(schema, "maxItems", pointer, None)
         if high is not None and high < low:
             raise SchemaError(_pointer(pointer, "maxItems"), f"maxItems {high} < minItems {low}: nothing is valid")
-        if schema.get("uniqueItems", False) is not False:
-            raise SchemaError(_pointer(pointer, "uniqueItems"), "uniqueItems: true is not a regular constraint")
-        prefix = schema.get("prefixItems", [])
+        if schema.get("uniqueItems", False) is not False and (high is None or high > 1):
+            self.unsupported(_pointer(pointer, "uniqueItems"), "uniqueItems: true is not a regular constraint")
+        prefix_key, rest_key = "prefixItems", "items"
+        prefix, rest = schema.get("prefixItems", []), schema.get("items", True)
+        if isinstance(rest, list):  # draft-04's tuple form: items is the prefix, additionalItems the rest
+            prefix, rest, prefix_key, rest_key = rest, schema.get("additionalItems", True), "items", "additionalItems"
         if not isinstance(prefix, list):
-            raise SchemaError(_pointer(pointer, "prefixItems"), "must be a list of schemas")
-        firsts = [self.value(sub, _pointer(_pointer(pointer, "prefixItems"), i), refs) for i, sub in enumerate(prefix)]
-        rest = schema.get("items")
-        if rest is None and (high is None or high > len(prefix)):
-            raise SchemaError(pointer, "an array needs items for the positions past prefixItems (or maxItems, or "
-                                       "items: false); any JSON value is not a regular language")
-        if isinstance(rest, list):
-            raise SchemaError(_pointer(pointer, "items"), "items as a list is the old tuple form; use prefixItems")
-        item = None if rest is None or rest is False else self.value(rest, _pointer(pointer, "items"), refs)
+            raise SchemaError(_pointer(pointer, prefix_key), "must be a list of schemas")
+        firsts = [self.value(sub, self.at(sub, _pointer(_pointer(pointer, prefix_key), i)), refs)
+                  for i, sub in enumerate(prefix)]
+        item = None if rest is False else self.value(rest, self.at(rest, _pointer(pointer, rest_key)), refs)
         open_, close, comma = self.punct("["), self.punct("]"), self.punct(",")
         if not firsts:
             if high == 0 or item is None:
@@ -330,34 +455,130 @@ class _Translator:
         return open_ + (lengths[0] if len(lengths) == 1 else "(?:" + "|".join(lengths) + ")") + close
 
     def type_object(self, schema: dict, pointer: str, refs) -> str:
+        """Listed properties in order, then any number of extra members (module docstring)."""
         properties = schema.get("properties", {})
         if not isinstance(properties, dict):
             raise SchemaError(_pointer(pointer, "properties"), "must be an object")
-        extra = schema.get("additionalProperties", False)
-        if extra is not False:
-            raise SchemaError(_pointer(pointer, "additionalProperties"),
-                              "only additionalProperties: false is supported (generated objects have only the listed properties)")
+        patterns = schema.get("patternProperties", {})
+        if not isinstance(patterns, dict):
+            raise SchemaError(_pointer(pointer, "patternProperties"), "must be an object")
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaError(_pointer(pointer, "required"), "must be a list of property names")
-        for i, name in enumerate(required):
-            if name not in properties:
-                raise SchemaError(_pointer(_pointer(pointer, "required"), i), f"required property {name!r} is not in properties")
+        # absent: closed when the schema lists properties (even none), open when it says nothing of its members
+        extra = schema.get("additionalProperties", not ("properties" in schema or "patternProperties" in schema))
+        names = schema.get("propertyNames")
         colon, comma = self.punct(":"), self.punct(",")
-        members = [(json_literal(name) + colon + self.value(sub, _pointer(_pointer(pointer, "properties"), name), refs),
-                    name in required) for name, sub in properties.items()]
-        return self.punct("{") + _members(members, comma) + self.punct("}")
+        members, listed = [], []
+        for name in list(properties) + [r for r in required if r not in properties]:
+            sub = self.member_schema(name, schema, pointer, properties, patterns, extra, names)
+            if sub is None:
+                continue
+            listed.append(name)
+            text = self.value(sub, self.at(sub, _pointer(_pointer(pointer, "properties"), name)), refs)
+            members.append((json_literal(name) + colon + text, name in required))
+        more = self.extra_members(schema, pointer, refs, listed, patterns, extra, names)
+        minimum = _natural(schema, "minProperties", pointer, 0)
+        maximum = _natural(schema, "maxProperties", pointer, None)
+        needed = sum(1 for _, need in members if need)
+        if minimum > max(needed, 1):
+            self.unsupported(_pointer(pointer, "minProperties"), "minProperties above 1 (and above the required count) "
+                                                                  "is not supported")
+        if maximum is not None and (more is not None or maximum < len(members)):
+            self.unsupported(_pointer(pointer, "maxProperties"), "maxProperties below the number of possible members "
+                                                                  "is not supported")
+        return self.punct("{") + _members(members, more, comma, allow_empty=minimum < 1) + self.punct("}")
+
+    def member_schema(self, name: str, schema: dict, pointer: str, properties, patterns, extra, names):
+        """The schema of a listed member's value (its property's, the matching patterns', or additionalProperties');
+        None when the member may not be present (an error when it is required)."""
+        required = name in (schema.get("required") or [])
+        where = _pointer(_pointer(pointer, "properties"), name)
+        if names is not None and not self.name_allowed(name, names, _pointer(pointer, "propertyNames"), ()):
+            if required:
+                raise SchemaError(_pointer(pointer, "propertyNames"), f"required property {name!r} is not a valid name")
+            return None
+        constraints = [properties[name]] if name in properties else []
+        constraints += [sub for p, sub in patterns.items() if pattern_matches(p, name)]
+        if name not in properties and len(constraints) == 0:
+            if extra is False:
+                raise SchemaError(self.at(schema.get("required"), _pointer(pointer, "required")),
+                                  f"required property {name!r} is not in properties and "
+                                                                  "additionalProperties is false: nothing is valid")
+            if extra is not True:
+                constraints.append(extra)
+        if not constraints:
+            return True
+        if len(constraints) == 1:
+            return constraints[0]
+        merged = {"allOf": constraints}
+        self.origin[id(merged)] = (merged, where)
+        return merged
+
+    def name_allowed(self, name: str, names_schema, pointer: str, refs: tuple) -> bool:
+        """Whether ``name`` is valid under ``propertyNames`` (its pattern, spelled one way, matches the name)."""
+        return regex.fullmatch(self.name_pattern(names_schema, pointer, refs), json.dumps(name, ensure_ascii=False)) is not None
+
+    def name_pattern(self, names_schema, pointer: str, refs: tuple) -> str:
+        """``propertyNames`` as the pattern of a member name (a JSON string, spelled as json.dumps does)."""
+        if isinstance(names_schema, dict) and "type" not in names_schema and not names_schema.keys() & {"enum", "const", "$ref", "anyOf", "oneOf", "allOf"}:
+            names_schema = {**names_schema, "type": "string"}
+        self.names, outer = True, self.names
+        try:
+            return self.value(names_schema, pointer, refs)
+        finally:
+            self.names = outer
+
+    def extra_members(self, schema: dict, pointer: str, refs: tuple, listed: list[str], patterns: dict, extra,
+                      names) -> str | None:
+        """One extra member (name, colon, value) as a pattern, None when the schema allows none.
+
+        Generated: for each pattern of ``patternProperties`` no listed name
+        matches, names matching it with values valid under every pattern that
+        may match the same name; without patterns, names other than the listed
+        ones (and valid under ``propertyNames``), with values under
+        ``additionalProperties``.  Left out, since a regular expression cannot
+        subtract one pattern from another: a pattern's names when a listed name
+        or ``propertyNames`` constrains them too, and the additional names
+        beside patterns.
+        """
+        colon, branches = self.punct(":"), []
+        where = _pointer(pointer, "patternProperties")
+        for p, sub in patterns.items():
+            if names is not None or any(pattern_matches(p, n) for n in listed):
+                continue
+            name = '"' + _string_pattern(p, _pointer(where, p)) + '"'
+            shared = [patterns[q] for q in patterns if q == p or _may_share_names(p, q)]
+            value = shared[0] if len(shared) == 1 else {"allOf": shared}
+            branches.append(name + colon + self.value(value, self.at(value, _pointer(where, p)), refs))
+        if extra is not False and not patterns:
+            if names is None:
+                name = other_names(listed)
+            else:
+                name = self.name_pattern(names, _pointer(pointer, "propertyNames"), refs)
+                if any(regex.fullmatch(name, json.dumps(n, ensure_ascii=False)) for n in listed):
+                    name = None
+            if name is not None:
+                value = self.value(extra, self.at(extra, _pointer(pointer, "additionalProperties")), refs)
+                branches.append(name + colon + value)
+        if not branches:
+            return None
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
-def _members(members: list[tuple[str, bool]], comma: str) -> str:
-    """Properties in order, the optional ones may be absent, commas only between present ones.
+def _members(members: list[tuple[str, bool]], more: str | None, comma: str, allow_empty: bool = True) -> str:
+    """Properties in order, the optional ones may be absent, commas only between present ones; then extras.
 
     ``after[i]``: properties ``i..`` once one has been written (each present one
     starts with a comma).  The whole: for each choice of the first present
-    property ``k`` (every property before it optional), ``k`` then ``after[k+1]``.
+    property ``k`` (every property before it optional), ``k`` then ``after[k+1]``;
+    extra members (``more``) follow, each after a comma, or start the object
+    when no listed member is present.
     """
     n = len(members)
+    tail = f"(?:{comma}{more})*" if more is not None else ""
     after = [""] * (n + 1)
+    after[n] = tail
     for i in range(n - 1, -1, -1):
         text, needed = members[i]
         after[i] = (f"{comma}{text}" if needed else f"(?:{comma}{text})?") + after[i + 1]
@@ -366,9 +587,38 @@ def _members(members: list[tuple[str, bool]], comma: str) -> str:
         choices.append(text + after[k + 1])
         if needed:
             break
-    else:
-        choices.append("")  # every property optional: the empty object
+    else:  # every property optional: extras alone, or the empty object
+        if more is not None:
+            choices.append(more + tail)
+        if allow_empty:
+            choices.append("")
+    if not choices:
+        return NOTHING
     return choices[0] if len(choices) == 1 else "(?:" + "|".join(choices) + ")"
+
+
+def _draft4_bounds(schema: dict) -> dict:
+    """Draft-04's ``exclusiveMinimum: true`` (a flag on ``minimum``) as the later numeric form."""
+    if not any(isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum")):
+        return schema
+    out = dict(schema)
+    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(out.get(flag), bool):
+            if out.pop(flag) and bound in out:
+                out[flag] = out.pop(bound)
+    return out
+
+
+def _may_share_names(p: str, q: str) -> bool:
+    """Whether two ``patternProperties`` patterns can both match one name (their name automata intersect)."""
+    from ..automata.product import intersect
+    from . import ByteAlphabet, compile_regex
+
+    try:
+        a, b = (compile_regex(_string_pattern(x, ""), ByteAlphabet()) for x in (p, q))
+    except BpefstError:
+        return True
+    return bool(intersect(a, b).finals)
 
 
 def _repeat(low: int, high: int | None) -> str:
@@ -629,41 +879,22 @@ def _escaped_at_end(text: str) -> bool:
     return backslashes % 2 == 1
 
 
+
 # -- oneOf ----------------------------------------------------------------------------------------
-_TYPE_OF = {bool: "boolean", type(None): "null", str: "string", dict: "object", list: "array"}
-
-
-def _json_type(value) -> str:
-    if isinstance(value, bool) or value is None:
-        return _TYPE_OF[type(value)]
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return _TYPE_OF.get(type(value), "unknown")
-
-
-def _same(a, b) -> bool:
-    """JSON equality (booleans are not numbers)."""
-    return _json_type(a) == _json_type(b) and a == b
-
-
-def _check_exclusive(branches: list, where: str, root) -> None:
+def _check_exclusive(branches: list, where: str, translator: _Translator) -> None:
     """oneOf is an alternation only when no document can be valid under two branches.
 
     Sufficient, checked: each branch (after following ``$ref``) declares its
     values by ``type`` or ``enum``/``const``, and no two branches share a type
-    (integer is a number) or a value.
+    (integer is a number) or a value.  A type only implied by keywords does not
+    count: an untyped branch validates every value of the other types.
     """
     kinds = []
     for i, branch in enumerate(branches):
         seen = set()
-        while isinstance(branch, dict) and "$ref" in branch and isinstance(branch["$ref"], str) and branch["$ref"] not in seen:
+        while isinstance(branch, dict) and isinstance(branch.get("$ref"), str) and branch["$ref"] not in seen:
             seen.add(branch["$ref"])
-            target = root
-            for part in branch["$ref"][2:].split("/"):
-                target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
-            branch = target
+            branch, _ = translator.resolve(branch["$ref"], _pointer(_pointer(where, i), "$ref"))
         if isinstance(branch, dict) and ("enum" in branch or "const" in branch):
             values = [branch["const"]] if "const" in branch else list(branch["enum"] or [])
             kinds.append(("values", values))
@@ -687,6 +918,6 @@ def _overlap(a, b) -> bool:
     if ka == "types" and kb == "types":
         return bool(xa & xb)
     if ka == "values" and kb == "values":
-        return any(_same(u, v) for u in xa for v in xb)
+        return any(same_json(u, v) for u in xa for v in xb)
     types, values = (xa, xb) if ka == "types" else (xb, xa)
-    return any(_json_type(v) in types or (_json_type(v) == "integer" and "number" in types) for v in values)
+    return any(json_type(v) in types or (json_type(v) == "integer" and "number" in types) for v in values)

@@ -9,7 +9,8 @@ the GPT-2, cl100k and o200k patterns match every character).
 The presets are the published patterns, character for character: ``gpt2`` from
 GPT-2's ``encoder.py`` (also HF's ByteLevel pre-tokenizer), ``cl100k`` and
 ``o200k`` as tiktoken ships them, ``whitespace`` as HF's Whitespace
-pre-tokenizer, ``none`` for no pre-tokenization (each text segment between
+pre-tokenizer, ``gpt2-digits`` (GPT-2 with every digit a chunk of its own: SmolLM,
+StarCoder), ``none`` for no pre-tokenization (each text segment between
 special tokens is one chunk).
 """
 
@@ -39,6 +40,10 @@ PRESETS: dict[str, str] = {
         ]
     ),
     "whitespace": r"""\w+|[^\w\s]+""",
+    # GPT-2's pattern after cutting off every digit as a piece of its own (HF's Digits(individual_digits)
+    # then ByteLevel; llama.cpp's "smollm", "starcoder", ...): \p{N} first, no number run, and a
+    # whitespace run ends a piece before a digit as it does at the end of the text
+    "gpt2-digits": r"""\p{N}|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+""",
 }
 
 

@@ -27,6 +27,9 @@ typedef struct {
     uint32_t *results;
     uint64_t mask;
     int shift;
+    uint32_t count;      /* merges added */
+    uint32_t rank_limit; /* above every rank added */
+    int ranks_grow;    /* a merge's result only takes part in merges of higher rank (see bpe_buckets) */
 } PairTable;
 
 #define EMPTY_KEY UINT64_MAX
@@ -72,6 +75,8 @@ static void pair_table_add(PairTable *table, uint32_t left, uint32_t right, uint
     table->keys[slot] = key;
     table->ranks[slot] = rank;
     table->results[slot] = result;
+    table->count++;
+    if (rank >= table->rank_limit) table->rank_limit = rank + 1;
 }
 
 /* The rank of the pair (NO_RANK when it is not a merge) and its result in *result. */
@@ -88,8 +93,10 @@ static inline uint32_t pair_rank(const PairTable *table, uint32_t left, uint32_t
     }
 }
 
-/* Chunks up to this many symbols take the array scan. */
-#define SHORT_BPE 64
+/* Chunks up to this many symbols take the array scan (measured on fortunes: 16-24 best); up to
+ * STACK_BPE the heap's arrays live on the stack. */
+#define SHORT_BPE 20
+#define STACK_BPE 512
 
 /* BPE of ids[0..n) in place; returns the new length. */
 static size_t bpe_short(const PairTable *table, uint32_t *ids, size_t n) {
@@ -120,15 +127,19 @@ static size_t bpe_short(const PairTable *table, uint32_t *ids, size_t n) {
 typedef struct {
     uint64_t *items;
     size_t size, capacity;
+    int borrowed; /* items is the caller's (stack) array: copy it out before growing */
 } Heap;
 
 static int heap_push(Heap *heap, uint64_t item) {
     if (heap->size == heap->capacity) {
         size_t capacity = heap->capacity ? 2 * heap->capacity : 64;
-        uint64_t *items = realloc(heap->items, capacity * sizeof(uint64_t));
+        uint64_t *items = heap->borrowed ? malloc(capacity * sizeof(uint64_t))
+                                         : realloc(heap->items, capacity * sizeof(uint64_t));
         if (!items) return -1;
+        if (heap->borrowed) memcpy(items, heap->items, heap->size * sizeof(uint64_t));
         heap->items = items;
         heap->capacity = capacity;
+        heap->borrowed = 0;
     }
     size_t i = heap->size++;
     while (i > 0) {
@@ -158,11 +169,16 @@ static uint64_t heap_pop(Heap *heap) {
 
 #define NONE_POS UINT32_MAX
 
-/* BPE of ids[0..n) in place for any n < 2^32; returns the new length, or (size_t)-1 when out of memory. */
-static size_t bpe_long(const PairTable *table, uint32_t *ids, size_t n) {
+/* BPE of ids[0..n) in place by the heap, for any n < 2^32; returns the new length, or (size_t)-1 when out of memory. */
+static size_t bpe_heap(const PairTable *table, uint32_t *ids, size_t n) {
     if (n <= SHORT_BPE) return bpe_short(table, ids, n);
-    uint32_t *next = malloc(n * sizeof(uint32_t)), *prev = malloc(n * sizeof(uint32_t));
-    Heap heap = {0};
+    /* chunks of a few hundred bytes (a sentence of CJK text) are common: no malloc for them */
+    uint32_t next_here[STACK_BPE], prev_here[STACK_BPE];
+    uint64_t heap_here[3 * STACK_BPE]; /* n - 1 pairs at first, at most two more per merge */
+    int here = n <= STACK_BPE;
+    uint32_t *next = here ? next_here : malloc(n * sizeof(uint32_t));
+    uint32_t *prev = here ? prev_here : malloc(n * sizeof(uint32_t));
+    Heap heap = {here ? heap_here : NULL, 0, here ? 3 * STACK_BPE : 0, here};
     size_t out = (size_t)-1;
     if (!next || !prev) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -197,10 +213,140 @@ static size_t bpe_long(const PairTable *table, uint32_t *ids, size_t n) {
     out = 0;
     for (uint32_t i = 0; i != NONE_POS; i = next[i]) ids[out++] = ids[i];
 done:
+    if (!here) {
+        free(next);
+        free(prev);
+    }
+    if (!heap.borrowed) free(heap.items);
+    return out;
+}
+
+/* --- the longest chunks: a bucket per rank, linear time --- */
+
+/* Where every token has one producing merge and each side of a merge was
+ * built by a merge of lower rank (a proper merge list, bpefst/tokenizer/
+ * model.py), merging the pair of rank r only creates pairs of rank above r:
+ * the lowest rank present never decreases.  So instead of a heap, a bucket of
+ * positions per rank, visited in rank order; a bucket's positions are merged
+ * left to right (the textbook's leftmost-first), sorted first where they were
+ * not added in order.  O(n + ranks) for a chunk of n bytes, plus the sorting
+ * of buckets filled out of order (none for runs of one letter or space). */
+#define BUCKETS_FROM 65536 /* symbols; below, the heap (the buckets' cost in ranks does not pay) */
+#define RANKS_SHRANK ((size_t)-2)
+
+static int compare_positions(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    uint32_t *head;             /* per rank: the last entry added, or NONE_POS */
+    uint32_t *position, *older; /* per entry: its position, the entry added before it to the same bucket */
+    size_t count, capacity;
+} Buckets;
+
+static int bucket_add(Buckets *b, uint32_t rank, uint32_t at) {
+    if (b->count == b->capacity) {
+        size_t capacity = 2 * b->capacity;
+        uint32_t *position = realloc(b->position, capacity * sizeof(uint32_t));
+        if (!position) return -1;
+        b->position = position;
+        uint32_t *older = realloc(b->older, capacity * sizeof(uint32_t));
+        if (!older) return -1;
+        b->older = older;
+        b->capacity = capacity;
+    }
+    b->position[b->count] = at;
+    b->older[b->count] = b->head[rank];
+    b->head[rank] = (uint32_t)b->count++;
+    return 0;
+}
+
+/* BPE of ids[0..n) in place; the new length, (size_t)-1 when out of memory, RANKS_SHRANK when a new pair
+ * ranked at or below the current one (the table breaks the premise; ids are then spoiled). */
+static size_t bpe_buckets(const PairTable *table, uint32_t *ids, size_t n) {
+    size_t ranks = table->rank_limit, out = (size_t)-1;
+    uint32_t *next = malloc(n * sizeof(uint32_t)), *prev = malloc(n * sizeof(uint32_t));
+    uint32_t *batch = malloc(n * sizeof(uint32_t));
+    Buckets b = {malloc((ranks ? ranks : 1) * sizeof(uint32_t)), malloc(n * sizeof(uint32_t)),
+                 malloc(n * sizeof(uint32_t)), 0, n};
+    if (!next || !prev || !batch || !b.head || !b.position || !b.older) goto done;
+    memset(b.head, 0xFF, ranks * sizeof(uint32_t));
+    uint32_t result;
+    for (size_t i = 0; i < n; i++) {
+        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NONE_POS;
+        prev[i] = i ? (uint32_t)(i - 1) : NONE_POS;
+    }
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint32_t rank = pair_rank(table, ids[i], ids[i + 1], &result);
+        if (rank != NO_RANK && bucket_add(&b, rank, (uint32_t)i)) goto done;
+    }
+    for (size_t rank = 0; rank < ranks; rank++) {
+        size_t k = 0;
+        for (uint32_t e = b.head[rank]; e != NONE_POS; e = b.older[e]) batch[k++] = b.position[e];
+        if (!k) continue;
+        b.head[rank] = NONE_POS;
+        for (size_t j = 0; j < k / 2; j++) { /* the list runs newest first */
+            uint32_t swap = batch[j];
+            batch[j] = batch[k - 1 - j];
+            batch[k - 1 - j] = swap;
+        }
+        for (size_t j = 1; j < k; j++)
+            if (batch[j] < batch[j - 1]) {
+                qsort(batch, k, sizeof(uint32_t), compare_positions);
+                break;
+            }
+        for (size_t j = 0; j < k; j++) {
+            uint32_t at = batch[j], right = next[at];
+            if (prev[at] == at || right == NONE_POS || pair_rank(table, ids[at], ids[right], &result) != rank) continue;
+            ids[at] = result;
+            next[at] = next[right];
+            if (next[right] != NONE_POS) prev[next[right]] = at;
+            prev[right] = right; /* gone */
+            uint32_t before = prev[at];
+            if (before != NONE_POS) {
+                uint32_t r = pair_rank(table, ids[before], ids[at], &result);
+                if (r != NO_RANK && r <= rank) {
+                    out = RANKS_SHRANK;
+                    goto done;
+                }
+                if (r != NO_RANK && bucket_add(&b, r, before)) goto done;
+            }
+            if (next[at] != NONE_POS) {
+                uint32_t r = pair_rank(table, ids[at], ids[next[at]], &result);
+                if (r != NO_RANK && r <= rank) {
+                    out = RANKS_SHRANK;
+                    goto done;
+                }
+                if (r != NO_RANK && bucket_add(&b, r, at)) goto done;
+            }
+        }
+    }
+    out = 0;
+    for (uint32_t i = 0; i != NONE_POS; i = next[i]) ids[out++] = ids[i];
+done:
     free(next);
     free(prev);
-    free(heap.items);
+    free(batch);
+    free(b.head);
+    free(b.position);
+    free(b.older);
     return out;
+}
+
+/* BPE of ids[0..n) in place by the fastest exact route for its length; (size_t)-1 when out of memory. */
+static size_t bpe_long(const PairTable *table, uint32_t *ids, size_t n) {
+    if (n < BUCKETS_FROM || !table->ranks_grow) return bpe_heap(table, ids, n);
+    uint32_t *original = malloc(n * sizeof(uint32_t));
+    if (!original) return (size_t)-1;
+    memcpy(original, ids, n * sizeof(uint32_t));
+    size_t count = bpe_buckets(table, ids, n);
+    if (count == RANKS_SHRANK) { /* cannot happen when ranks_grow holds; the heap is right for any table */
+        memcpy(ids, original, n * sizeof(uint32_t));
+        count = bpe_heap(table, ids, n);
+    }
+    free(original);
+    return count;
 }
 
 #endif

@@ -278,10 +278,11 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     PyObject *texts;
     int threads = 1;
     if (!PyArg_ParseTuple(args, "O|i:encode_batch", &texts, &threads)) return NULL;
-    PyObject *sequence = PySequence_Fast(texts, "encode_batch() takes a sequence of str");
+    /* a tuple of our own: a list could be changed by another thread while the GIL is released */
+    PyObject *sequence = PySequence_Tuple(texts);
     if (!sequence) return NULL;
-    size_t count = (size_t)PySequence_Fast_GET_SIZE(sequence);
-    PyObject **items = PySequence_Fast_ITEMS(sequence);
+    size_t count = (size_t)PyTuple_GET_SIZE(sequence);
+    PyObject **items = &PyTuple_GET_ITEM(sequence, 0);
     Text *ts = PyMem_Calloc(count ? count : 1, sizeof(Text));
     int *ascii = PyMem_Calloc(count ? count : 1, sizeof(int));
     int *codes = PyMem_Calloc(count ? count : 1, sizeof(int));
@@ -381,13 +382,39 @@ static int read_u32(const uint8_t *p, uint32_t *value) {
     return 0;
 }
 
+/* Sets table->ranks_grow: every token is made by at most one merge, and each side of a merge is a
+ * byte or made by a merge of lower rank (so merging only ever creates pairs of higher rank); -1 when
+ * out of memory. */
+static int ranks_grow(PairTable *table, const uint8_t *triples, size_t count, size_t max_id) {
+    uint32_t *made_at = malloc((max_id + 1) * sizeof(uint32_t));
+    if (!made_at) return -1;
+    memset(made_at, 0xFF, (max_id + 1) * sizeof(uint32_t));
+    int grow = table->count == count;
+    for (size_t rank = 0; rank < count && grow; rank++) {
+        uint32_t result;
+        read_u32(triples + 12 * rank + 8, &result);
+        if (made_at[result] != NONE_POS) grow = 0;
+        made_at[result] = (uint32_t)rank;
+    }
+    for (size_t rank = 0; rank < count && grow; rank++) {
+        uint32_t left, right;
+        read_u32(triples + 12 * rank, &left);
+        read_u32(triples + 12 * rank + 4, &right);
+        if ((made_at[left] != NONE_POS && made_at[left] >= rank) || (made_at[right] != NONE_POS && made_at[right] >= rank))
+            grow = 0;
+    }
+    free(made_at);
+    table->ranks_grow = grow;
+    return 0;
+}
+
 static int Encoder_init(Encoder *e, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"byte_ids", "merges", "max_id", "pattern", "cache_slots", NULL};
     Py_buffer byte_view = {0}, merge_view = {0};
     unsigned long max_id;
     int pattern;
     Py_ssize_t cache_slots = 1 << 16;
-    if (e->ints) {
+    if (e->ints || e->pairs.keys || e->lock) {
         PyErr_SetString(PyExc_RuntimeError, "Encoder is already initialised");
         return -1;
     }
@@ -438,6 +465,10 @@ static int Encoder_init(Encoder *e, PyObject *args, PyObject *kwargs) {
             goto done;
         }
         pair_table_add(&e->pairs, left, right, (uint32_t)rank, result);
+    }
+    if (ranks_grow(&e->pairs, merge_view.buf, count, max_id) < 0) {
+        PyErr_NoMemory();
+        goto done;
     }
     e->ints = PyMem_Calloc(max_id + 1, sizeof(PyObject *));
     if (!e->ints) {

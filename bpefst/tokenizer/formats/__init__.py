@@ -8,6 +8,8 @@
   beside it;
 * a tiktoken rank file (``base64 rank`` lines, plain or gzip), recognised by
   its first line or by a ``.tiktoken`` name;
+* a GGUF model file (llama.cpp), recognised by its magic: only the tokenizer in
+  its metadata is read, never the weights;
 * a directory holding ``tokenizer.json`` or ``vocab.json`` + ``merges.txt``.
 
 Anything else is refused with a message saying what the file looks like and
@@ -25,7 +27,7 @@ from ...errors import BpefstError
 from ..model import BPEModel
 from ..overrides import add_specials
 from ..pretokenize import FROM_FILE, PRESETS, PatternOverride
-from . import gpt2, hf, native, tiktoken_ranks
+from . import gguf, gpt2, hf, native, tiktoken_ranks
 from .common import ACCEPTED_FORMATS, json_kind, parse_json, read_raw
 
 FORMATS = ("bpefst", "hf", "gpt2", "tiktoken")
@@ -45,6 +47,8 @@ def load_tokenizer(path: str | os.PathLike, pattern: PatternOverride = FROM_FILE
 def _load(path: Path, pattern: PatternOverride) -> BPEModel:
     if path.is_dir():
         return _load_directory(path, pattern)
+    if gguf.is_gguf(path):  # before reading the whole file: a model's weights are gigabytes
+        return gguf.read(path, pattern)
     raw = read_raw(path)
     if not raw.strip():
         raise BpefstError(f"{path}: empty file, not a tokenizer")

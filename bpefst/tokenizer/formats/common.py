@@ -14,7 +14,7 @@ from ...artifact import note_input
 from ...errors import BpefstError
 from ..model import MAX_ID
 
-ACCEPTED_FORMATS = "a bpefst artifact, an HF tokenizer.json, a GPT-2 vocab.json + merges.txt, or a tiktoken rank file"
+ACCEPTED_FORMATS = "a bpefst artifact, an HF tokenizer.json, a GPT-2 vocab.json + merges.txt, a tiktoken rank file or a GGUF model"
 
 
 def read_raw(path: str | os.PathLike) -> bytes:

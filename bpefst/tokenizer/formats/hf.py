@@ -13,7 +13,9 @@ What we read (and refuse, with a message, when a file uses something else):
   dialect, translated by :mod:`.onig`; ``Isolated``, or ``Removed`` and inverted,
   which is what we write for patterns that leave text between matches), and a
   ``Sequence`` of a ``Split`` followed by a regex-free ``ByteLevel`` (how cl100k-
-  style tokenizers are written); ``add_prefix_space`` must be false;
+  style tokenizers are written), ``Digits`` with ``individual_digits`` followed by
+  ``ByteLevel`` with its regex (SmolLM, StarCoder: the ``gpt2-digits`` preset);
+  ``add_prefix_space`` must be false;
 * no normalizer; added tokens are special tokens (split off before BPE),
   must not use ``lstrip``/``rstrip``/``single_word``, and must have the ids HF
   gives them (see :func:`_added_tokens`).
@@ -213,9 +215,25 @@ def _pre_tokenizer(spec: Any, name: str) -> tuple[bool, str | None]:
         if len(steps) == 2 and steps[0].get("type") == "Split" and steps[1].get("type") == "ByteLevel" and steps[1].get("use_regex") is False:
             byte_level, _ = _pre_tokenizer(steps[1], name)
             return byte_level, _split_pattern(steps[0], name)
+        if len(steps) == 2 and steps[0].get("type") == "Digits" and steps[1].get("type") == "ByteLevel":
+            return _digits_then_byte_level(steps, name)
         if len(steps) == 1:
             return _pre_tokenizer(steps[0], name)
     raise BpefstError(f"{name}: unsupported pre-tokenizer {json.dumps(spec)[:120]}")
+
+
+def _digits_then_byte_level(steps: list[dict], name: str) -> tuple[bool, str | None]:
+    """``Digits(individual_digits)`` then GPT-2's ``ByteLevel``: the ``gpt2-digits`` preset (SmolLM, StarCoder).
+
+    HF's ``Digits`` isolates each character Rust calls numeric (categories Nd,
+    Nl, No: ``\\p{N}``); GPT-2's pattern then cuts the text between them.
+    """
+    if _optional(steps[0], "individual_digits", "a boolean", name, "Digits pre-tokenizer: ") is not True:
+        raise BpefstError(f"{name}: a Digits pre-tokenizer without individual_digits is not supported yet")
+    byte_level, pattern = _pre_tokenizer(steps[1], name)
+    if pattern != PRESETS["gpt2"]:
+        raise BpefstError(f"{name}: Digits followed by a ByteLevel without its regex is not supported yet")
+    return byte_level, PRESETS["gpt2-digits"]
 
 
 def _split_pattern(spec: dict, name: str) -> str:

