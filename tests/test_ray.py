@@ -429,6 +429,22 @@ def test_under_an_address_space_cap_ray_is_refused_in_one_line_naming_the_cause(
     assert local.returncode == 0, local.stderr
 
 
+def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path):
+    """Ray itself retries an unreachable cluster for minutes; bpefst asks the port first."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on: bound, never listening
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+        corpus = tmp_path / "c.txt"
+        corpus.write_text("some text\n")
+        for args in (["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.bpefst")],
+                     ["tokenize", str(require_shared() / "gpt2" / "vocab.json"), str(corpus), "--output-dir", str(tmp_path / "o")]):
+            result = run(*args, "--engine", "ray", "--address", address)
+            assert_user_error(result, f"cannot join the Ray cluster at {address}: nothing answers there (Connection refused)")
+    assert not (tmp_path / "o").exists()
+
+
 def test_ray_failures_are_named_with_what_to_try():
     from bpefst.distributed.cluster import reraise
 

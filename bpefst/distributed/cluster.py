@@ -22,6 +22,7 @@ import io
 import logging
 import os
 import resource
+import socket
 import sys
 from dataclasses import dataclass
 from types import ModuleType
@@ -65,6 +66,8 @@ def connect(address: str | None = None) -> ModuleType:
     joining = address or os.environ.get("RAY_ADDRESS")
     if not (joining or "").startswith("ray://"):  # a Ray Client driver maps no object store
         check_address_space()
+    if joining:
+        check_reachable(joining)
     try:
         ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR, configure_logging=True, log_to_driver=False)
     except Exception as exc:  # Ray raises plain Exception for a node that does not come up
@@ -73,6 +76,28 @@ def connect(address: str | None = None) -> ModuleType:
                               "(`ray status` on the head node), or unset RAY_ADDRESS to start a local cluster") from None
         raise BpefstError(f"Ray could not start a local cluster: {first_line(exc)}; {LOGS_HINT}, or use --engine local") from None
     return ray
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Refuse a ``HOST:PORT`` address where nothing answers, before Ray is asked to join it.
+
+    Ray's own attempt at an unreachable cluster keeps retrying for minutes
+    before it gives up; a TCP connection to the head's port answers in
+    milliseconds (refused) or within ``timeout`` seconds.  ``auto`` and
+    ``ray://`` addresses are left to Ray.
+    """
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or address == "auto":
+        return
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        why = exc.strerror or ("no answer within %.0f s" % timeout if isinstance(exc, TimeoutError) else type(exc).__name__)
+        raise BpefstError(f"cannot join the Ray cluster at {address}: nothing answers there ({why}); check the address "
+                          "(`ray status` on the head node shows it), or unset RAY_ADDRESS to start a local cluster") from None
 
 
 def check_address_space() -> None:
