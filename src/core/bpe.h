@@ -240,64 +240,81 @@ static int compare_positions(const void *a, const void *b) {
 }
 
 typedef struct {
-    uint32_t *head;             /* per rank: the last entry added, or NONE_POS */
-    uint32_t *position, *older; /* per entry: its position, the entry added before it to the same bucket */
+    uint32_t position, older; /* older: the entry added before it to the same bucket, or NONE_POS */
+} Entry;
+
+typedef struct {
+    uint32_t *head; /* per rank: the last entry added, or NONE_POS */
+    Entry *entries;
     size_t count, capacity;
 } Buckets;
 
 static int bucket_add(Buckets *b, uint32_t rank, uint32_t at) {
     if (b->count == b->capacity) {
         size_t capacity = 2 * b->capacity;
-        uint32_t *position = realloc(b->position, capacity * sizeof(uint32_t));
-        if (!position) return -1;
-        b->position = position;
-        uint32_t *older = realloc(b->older, capacity * sizeof(uint32_t));
-        if (!older) return -1;
-        b->older = older;
+        Entry *entries = realloc(b->entries, capacity * sizeof(Entry));
+        if (!entries) return -1;
+        b->entries = entries;
         b->capacity = capacity;
     }
-    b->position[b->count] = at;
-    b->older[b->count] = b->head[rank];
+    b->entries[b->count] = (Entry){at, b->head[rank]};
     b->head[rank] = (uint32_t)b->count++;
     return 0;
 }
+
+/* One symbol of the chunk: its token, and its neighbours in the list (prev == itself once merged away).
+ * Kept together so that a merge touches one cache line per symbol: at 10 MB the arrays are far larger
+ * than the caches, and every access is a miss. */
+typedef struct {
+    uint32_t id, next, prev;
+} Node;
 
 /* BPE of ids[0..n) in place; the new length, (size_t)-1 when out of memory, RANKS_SHRANK when a new pair
  * ranked at or below the current one (the table breaks the premise; ids are then spoiled). */
 static size_t bpe_buckets(const PairTable *table, uint32_t *ids, size_t n) {
     size_t ranks = table->rank_limit, out = (size_t)-1;
-    uint32_t *next = malloc(n * sizeof(uint32_t)), *prev = malloc(n * sizeof(uint32_t));
+    Node *node = malloc(n * sizeof(Node));
     uint32_t *batch = malloc(n * sizeof(uint32_t));
-    Buckets b = {malloc((ranks ? ranks : 1) * sizeof(uint32_t)), malloc(n * sizeof(uint32_t)),
-                 malloc(n * sizeof(uint32_t)), 0, n};
-    if (!next || !prev || !batch || !b.head || !b.position || !b.older) goto done;
+    /* the first pairs, counted into place by rank: each bucket's first entries are contiguous and in order */
+    uint32_t *first = malloc(n * sizeof(uint32_t)), *start = calloc(ranks + 2, sizeof(uint32_t));
+    Buckets b = {malloc((ranks ? ranks : 1) * sizeof(uint32_t)), malloc(64 * sizeof(Entry)), 0, 64};
+    if (!node || !batch || !first || !start || !b.head || !b.entries) goto done;
     memset(b.head, 0xFF, ranks * sizeof(uint32_t));
     uint32_t result;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NONE_POS;
-        prev[i] = i ? (uint32_t)(i - 1) : NONE_POS;
+    for (size_t i = 0; i < n; i++)
+        node[i] = (Node){ids[i], i + 1 < n ? (uint32_t)(i + 1) : NONE_POS, i ? (uint32_t)(i - 1) : NONE_POS};
+    for (size_t i = 0; i + 1 < n; i++) { /* batch holds each pair's rank for now */
+        batch[i] = pair_rank(table, ids[i], ids[i + 1], &result);
+        if (batch[i] != NO_RANK) start[batch[i] + 2]++;
     }
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint32_t rank = pair_rank(table, ids[i], ids[i + 1], &result);
-        if (rank != NO_RANK && bucket_add(&b, rank, (uint32_t)i)) goto done;
-    }
+    for (size_t r = 2; r < ranks + 2; r++) start[r] += start[r - 1];
+    for (size_t i = 0; i + 1 < n; i++) /* start[r + 1] is the fill point of rank r */
+        if (batch[i] != NO_RANK) first[start[batch[i] + 1]++] = (uint32_t)i;
     for (size_t rank = 0; rank < ranks; rank++) {
-        size_t k = 0;
-        for (uint32_t e = b.head[rank]; e != NONE_POS; e = b.older[e]) batch[k++] = b.position[e];
+        size_t k = start[rank + 1] - start[rank];
+        memcpy(batch, first + start[rank], k * sizeof(uint32_t));
+        size_t added = k;
+        for (uint32_t e = b.head[rank]; e != NONE_POS; e = b.entries[e].older) {
+            if (k == n) { /* a position twice in one bucket: not a proper table after all */
+                out = RANKS_SHRANK;
+                goto done;
+            }
+            batch[k++] = b.entries[e].position;
+        }
         if (!k) continue;
         b.head[rank] = NONE_POS;
-        for (size_t j = 0; j < k / 2; j++) { /* the list runs newest first */
-            uint32_t swap = batch[j];
-            batch[j] = batch[k - 1 - j];
+        for (size_t j = 0; j < (k - added) / 2; j++) { /* the list runs newest first */
+            uint32_t swap = batch[added + j];
+            batch[added + j] = batch[k - 1 - j];
             batch[k - 1 - j] = swap;
         }
         /* Occurrences of a pair (a, b) with a != b cannot overlap, and merging one creates only pairs
          * of higher rank, so their order does not matter; runs of (a, a) go leftmost first. */
         int runs = 0;
         for (size_t j = 0; j < k; j++) {
-            uint32_t at = batch[j];
-            if (prev[at] != at && next[at] != NONE_POS && pair_rank(table, ids[at], ids[next[at]], &result) == rank) {
-                runs = ids[at] == ids[next[at]];
+            Node *at = &node[batch[j]];
+            if (at->prev != batch[j] && at->next != NONE_POS && pair_rank(table, at->id, node[at->next].id, &result) == rank) {
+                runs = at->id == node[at->next].id;
                 break;
             }
         }
@@ -307,40 +324,41 @@ static size_t bpe_buckets(const PairTable *table, uint32_t *ids, size_t n) {
                 break;
             }
         for (size_t j = 0; j < k; j++) {
-            uint32_t at = batch[j], right = next[at];
-            if (prev[at] == at || right == NONE_POS || pair_rank(table, ids[at], ids[right], &result) != rank) continue;
-            ids[at] = result;
-            next[at] = next[right];
-            if (next[right] != NONE_POS) prev[next[right]] = at;
-            prev[right] = right; /* gone */
-            uint32_t before = prev[at];
-            if (before != NONE_POS) {
-                uint32_t r = pair_rank(table, ids[before], ids[at], &result);
+            uint32_t here = batch[j];
+            Node *at = &node[here];
+            uint32_t right = at->next;
+            if (at->prev == here || right == NONE_POS || pair_rank(table, at->id, node[right].id, &result) != rank) continue;
+            at->id = result;
+            at->next = node[right].next;
+            if (at->next != NONE_POS) node[at->next].prev = here;
+            node[right].prev = right; /* gone */
+            if (at->prev != NONE_POS) {
+                uint32_t r = pair_rank(table, node[at->prev].id, at->id, &result);
                 if (r != NO_RANK && r <= rank) {
                     out = RANKS_SHRANK;
                     goto done;
                 }
-                if (r != NO_RANK && bucket_add(&b, r, before)) goto done;
+                if (r != NO_RANK && bucket_add(&b, r, at->prev)) goto done;
             }
-            if (next[at] != NONE_POS) {
-                uint32_t r = pair_rank(table, ids[at], ids[next[at]], &result);
+            if (at->next != NONE_POS) {
+                uint32_t r = pair_rank(table, at->id, node[at->next].id, &result);
                 if (r != NO_RANK && r <= rank) {
                     out = RANKS_SHRANK;
                     goto done;
                 }
-                if (r != NO_RANK && bucket_add(&b, r, at)) goto done;
+                if (r != NO_RANK && bucket_add(&b, r, here)) goto done;
             }
         }
     }
     out = 0;
-    for (uint32_t i = 0; i != NONE_POS; i = next[i]) ids[out++] = ids[i];
+    for (uint32_t i = 0; i != NONE_POS; i = node[i].next) ids[out++] = node[i].id;
 done:
-    free(next);
-    free(prev);
+    free(node);
     free(batch);
+    free(first);
+    free(start);
     free(b.head);
-    free(b.position);
-    free(b.older);
+    free(b.entries);
     return out;
 }
 
