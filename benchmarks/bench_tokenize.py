@@ -269,12 +269,15 @@ def adversarial(args) -> None:
         peer = ""
         if args.peer:
             seconds = tiktoken_seconds(name, model, inputs[sizes[0]][kind], args.peer_timeout)
-            peer = (f"{seconds:>11.2f}s{seconds / times[0]:>12.2f}x" if seconds is not None
-                    else f"{'>' + format(args.peer_timeout, 'g') + 's':>12}{'>' + format(args.peer_timeout / times[0], '.0f') + 'x':>13}")
+            peer = (f"{seconds:>11.2f}s{seconds / times[0]:>12.2f}x" if isinstance(seconds, float)
+                    else f"{seconds:>12}{'-':>13}")
         print(f"{kind:<16}{cells}{peer}{times[-1] / times[0]:>9.2f}", flush=True)
 
 
 def _tiktoken_child(name: str, text: str, queue) -> None:
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # a panic's backtrace would bury the table
     model = load_tokenizer(tokenizer_path(name))
     tk = build_tiktoken_gpt2(model) if name == "gpt2" else build_tiktoken(name, model)
     tk.encode_ordinary("warm up")
@@ -282,8 +285,9 @@ def _tiktoken_child(name: str, text: str, queue) -> None:
     queue.put(seconds)
 
 
-def tiktoken_seconds(name: str, model, text: str, timeout: float) -> float | None:
-    """tiktoken's CPU seconds on ``text`` in a child process, or None when it takes longer than ``timeout``."""
+def tiktoken_seconds(name: str, model, text: str, timeout: float) -> float | str:
+    """tiktoken's CPU seconds on ``text`` in a child process, ``">TIMEOUTs"`` when it takes longer, or
+    ``"crashed"`` when it fails (on a megabyte of spaces o200k's regex overflows its stack and panics)."""
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
@@ -294,9 +298,11 @@ def tiktoken_seconds(name: str, model, text: str, timeout: float) -> float | Non
     if child.is_alive():
         child.kill()
         child.join()
-        return None
-    seconds = queue.get() if not queue.empty() else None
-    return seconds if seconds is not None and seconds <= timeout else None
+        return f">{timeout:g}s"
+    if child.exitcode != 0 or queue.empty():
+        return "crashed"
+    seconds = queue.get()
+    return seconds if seconds <= timeout else f">{timeout:g}s"
 
 
 def main() -> None:
