@@ -97,7 +97,7 @@ def test_every_output_is_valid_and_canonical_mode_gives_the_tokenizers_encoding(
 
 def test_create_completion_with_the_processor() -> None:
     """The README's example: llama-cpp-python's public completion call, greedy."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: pip install 'bpefst[llama]'")
     guided = bpefst.promote(smollm2(), REGEXES["date"]).guide(stop_ids=[llm().token_eos()])
     out = llm().create_completion("<|im_start|>user\nToday's date?<|im_end|>\n<|im_start|>assistant\n", max_tokens=32,
                                   temperature=0, logits_processor=llama_cpp.LogitsProcessorList([LlamaLogitsProcessor(guided)]))

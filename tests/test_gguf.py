@@ -77,6 +77,10 @@ def test_corrupted_fields_are_refused(tmp_path) -> None:
     for key, (value, message) in cases.items():
         with pytest.raises(BpefstError, match=message):
             load_tokenizer(write(tmp_path / "c.gguf", {**metadata, key: value}))
+    twice = list(metadata["tokenizer.ggml.tokens"])
+    twice[261] = twice[260]
+    with pytest.raises(BpefstError, match="tokens 260 and 261 are both"):
+        load_tokenizer(write(tmp_path / "c.gguf", {**metadata, "tokenizer.ggml.tokens": twice}))
     del metadata["tokenizer.ggml.tokens"]
     with pytest.raises(BpefstError, match="no tokenizer.ggml.tokens"):
         load_tokenizer(write(tmp_path / "c.gguf", metadata))

@@ -4,6 +4,8 @@
   allocated and applied to logits, numpy or torch
 - ``transformers``: a ``LogitsProcessor`` for ``model.generate`` (the
   ``[transformers]`` extra)
+- ``llama_cpp``: a logits processor for llama-cpp-python's ``generate`` and
+  ``create_completion`` with GGUF models (the ``[llama]`` extra)
 
 The automata come from :func:`bpefst.promotion.guide` (a regex or a JSON
 Schema -> :class:`~bpefst.promotion.GuidedAutomaton`).  A loop without any

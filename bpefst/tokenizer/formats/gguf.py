@@ -257,9 +257,12 @@ def _tokens(tokens: list[str], types: list[int]) -> tuple[dict[int, bytes], dict
     """Ordinary tokens ``id -> bytes`` and control tokens ``text -> id``."""
     vocab: dict[int, bytes] = {}
     specials: dict[str, int] = {}
+    seen: dict[bytes, int] = {}
     for i, (text, kind) in enumerate(zip(tokens, types)):
         if kind in (NORMAL, BYTE):
-            vocab[i] = decode_text(text, where=f"tokenizer.ggml.tokens[{i}]")
+            token = vocab[i] = decode_text(text, where=f"tokenizer.ggml.tokens[{i}]")
+            if seen.setdefault(token, i) != i:  # the merges name tokens by text: which one would they mean?
+                raise BpefstError(f"tokens {seen[token]} and {i} are both {text[:40]!r}")
         elif kind == CONTROL:
             if not text or text in specials:
                 raise BpefstError(f"control token {i} ({text!r}) is empty or repeats another")
