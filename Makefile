@@ -33,7 +33,7 @@ test: install
 	$(BIN)/python -m pytest -q
 	BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids
 
-BENCHES := bench_api bench_train bench_compile bench_tokenize bench_validate bench_jobs bench_stream_memory bench_datasets bench_promote bench_guided bench_real_model bench_ray
+BENCHES := bench_api bench_train bench_compile bench_tokenize bench_end_to_end bench_validate bench_jobs bench_stream_memory bench_datasets bench_promote bench_guided bench_real_model bench_ray
 
 # Every benchmark, each printing its table with the peer measured in the same run;
 # the tables also go to benchmarks/RESULTS.md (the README quotes them).
