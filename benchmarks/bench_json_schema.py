@@ -13,7 +13,9 @@ be given.  Per schema, in one process, one schema after another:
   (the part this issue owns); a refusal is counted under the keyword its
   pointer ends with, and must be one line;
 * **set-up**: promotion over the tokenizer and the first mask (``guide``'s
-  route; the promotion engine's cost, issue 31);
+  route; the promotion engine's cost, issue 31); ``--text-only`` skips it and
+  checks the instances on the byte DFA (the same verdicts: canonical
+  promotion accepts exactly the tokenizer's encoding of each accepted text);
 * **instances**: each test document, written compactly, encoded by the
   tokenizer and walked through the guide (a bitmask filled per token, timed:
   ``mask``); accepted when every token is allowed and the end accepts.
@@ -100,7 +102,7 @@ class Ours:
             warnings.simplefilter("always", SchemaWarning)
             started = time.perf_counter()
             pattern = schema_to_regex(schema, max_depth=self.max_depth)
-            compile_regex(pattern, alphabet_for(self.model), max_states=MAX_STATES)
+            self.dfa = compile_regex(pattern, alphabet_for(self.model), max_states=MAX_STATES)
             elapsed = time.perf_counter() - started
         return pattern, elapsed, len(caught)
 
@@ -127,7 +129,7 @@ class Ours:
         return guided.is_accepting(state)
 
 
-def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
+def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool) -> None:
     import bpefst
 
     model = load_tokenizer(DATA / VOCABS[label])
@@ -152,11 +154,15 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
             pattern, elapsed, warned = ours.translate(schema)
             translate_times.append(elapsed)
             tally["warned"] += warned > 0
-            guided, setup = ours.set_up(pattern)
-            setup_times.append(setup)
+            if not text_only:
+                guided, setup = ours.set_up(pattern)
+                setup_times.append(setup)
             tally["compiled"] += 1
             for text, valid in texts:
-                ok = ours.accepts(guided, tokenizer.encode(text), masks)
+                if text_only:
+                    ok = ours.dfa.accepts(list(text.encode("utf-8")))
+                else:
+                    ok = ours.accepts(guided, tokenizer.encode(text), masks)
                 if valid:
                     tally["valid accepted"] += ok
                 elif ok:
@@ -181,11 +187,16 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
             signal.alarm(0)
         if ll is not None:
             peer_check(ll, schema, texts, tokenizer, tally, timeout)
-        if tally["schemas"] % 20 == 0:
-            print(f"  .. {tally['schemas']} schemas, {tally['compiled']} compiled, "
-                  f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
         if peers:
             outlines_check(schema, texts, tally)
+        if tally["schemas"] % 10 == 0:
+            print(f"  .. {tally['schemas']} schemas: compiled {tally['compiled']}, valid accepted {tally['valid accepted']}"
+                  f"/{tally['valid']}, invalid accepted {tally['INVALID ACCEPTED']}, crashes {tally['CRASHES']}, timeouts "
+                  f"{refusals['(timeout)']}, llguidance {tally['llg compiled']} {tally['llg valid accepted']} "
+                  f"{tally['llg invalid accepted']}; translation median "
+                  f"{1e3 * statistics.median(translate_times or [0]):.1f} ms; mask mean "
+                  f"{1e6 * statistics.fmean(masks or [0]):.1f} us; peak RSS "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
     report(label, tally, refusals, examples, translate_times, setup_times, masks, peers)
 
 
@@ -263,11 +274,14 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true", help="leave llguidance and outlines-core out")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per schema (translation + set-up + instances)")
     parser.add_argument("--max-depth", type=int, default=2)
+    parser.add_argument("--text-only", action="store_true",
+                        help="check instances on the byte DFA instead of promoting (canonical promotion accepts exactly "
+                             "the tokenizer's encoding of each text the DFA accepts, so the verdicts are the same)")
     args = parser.parse_args()
     files = sample_files(args.sample_dir, args.sample, args.seed)
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
-        run(files, label, args.timeout, args.max_depth, not args.no_peers)
+        run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only)
 
 
 if __name__ == "__main__":

@@ -328,3 +328,16 @@ def test_cli_warns_in_one_line_and_no_strict_relaxes(tmp_path, byte_tok):
     for line in result.stdout.decode().splitlines():
         assert Validator(relaxed).is_valid(json.loads(json.loads(line)["text"]))
     assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--max-depth", "2"), "--max-depth applies to --json-schema")
+
+
+def test_one_of_with_a_discriminator_is_exact_and_overlap_is_refused_or_relaxed():
+    schema = {"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+                        {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}, "x": {"type": "boolean"}},
+                         "required": ["kind", "x"]}]}
+    both_ways(schema, objects({"kind": ["a", "b", "c", "d"], "x": [1, True, None]}))
+    overlapping = {"oneOf": [{"type": "integer", "maximum": 5}, {"type": "integer", "minimum": 3}]}
+    with pytest.raises(SchemaError) as info:
+        schema_to_regex(overlapping)
+    assert info.value.pointer == "/oneOf/1"
+    with pytest.warns(SchemaWarning, match=r"NOT enforced \(strict=False\) /oneOf/1"):
+        assert schema_to_regex(overlapping, strict=False) == translate({"anyOf": overlapping["oneOf"]})
