@@ -107,9 +107,12 @@ class Ours:
             elapsed = time.perf_counter() - started
         return pattern, elapsed, len(caught)
 
-    def set_up(self, pattern):
+    def set_up(self, pattern, schema=None):
         started = time.perf_counter()
-        guided = GuidedAutomaton(promote_constraint(self.model, pattern), stop_ids=self.stops)
+        if schema is not None:  # the user's route: promote(...).guide(), through guide()'s bounded cache
+            guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth).guide()
+        else:
+            guided = GuidedAutomaton(promote_constraint(self.model, pattern), stop_ids=self.stops)
         if guided.start is not None:
             guided.fill_next_token_bitmask(guided.start, self.bitmask)
         return guided, time.perf_counter() - started
@@ -130,13 +133,14 @@ class Ours:
         return guided.is_accepting(state)
 
 
-def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool) -> None:
+def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False) -> None:
     import bpefst
 
     model = load_tokenizer(DATA / VOCABS[label])
     tokenizer = bpefst.load(DATA / VOCABS[label])
     model_parts(model)  # per-tokenizer set-up, once (not counted per schema)
     ours = Ours(model, timeout, max_depth, text_only)
+    ours.bpefst, ours.tokenizer = bpefst, tokenizer
     ll = LLGuidance(label, model, model.specials.get("<|endoftext|>")) if peers else None
     tally = collections.Counter()
     refusals: collections.Counter = collections.Counter()
@@ -156,7 +160,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
             translate_times.append(elapsed)
             tally["warned"] += warned > 0
             if not text_only:
-                guided, setup = ours.set_up(pattern)
+                guided, setup = ours.set_up(pattern, schema if user_path else None)
                 setup_times.append(setup)
             tally["compiled"] += 1
             tally["valid in compiled"] += sum(v for _, v in texts)
@@ -278,6 +282,8 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true", help="leave llguidance and outlines-core out")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per schema (translation + set-up + instances)")
     parser.add_argument("--max-depth", type=int, default=2)
+    parser.add_argument("--user-path", action="store_true",
+                        help="set up through bpefst.promote(tokenizer, json_schema=...).guide() (guide()'s cache included)")
     parser.add_argument("--text-only", action="store_true",
                         help="check instances on the byte DFA instead of promoting (canonical promotion accepts exactly "
                              "the tokenizer's encoding of each text the DFA accepts, so the verdicts are the same)")
@@ -285,7 +291,7 @@ def main() -> None:
     files = sample_files(args.sample_dir, args.sample, args.seed)
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
-        run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only)
+        run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path)
 
 
 if __name__ == "__main__":
