@@ -191,15 +191,22 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
             print(f"  crash: {path.name}: {type(exc).__name__}: {exc}", flush=True)
         finally:
             signal.alarm(0)
-        if ll is not None:
-            peer_check(ll, schema, texts, tokenizer, tally, timeout)
-        if peers:
-            outlines_check(schema, texts, tally)
+        signal.alarm(int(timeout))  # the peers get the same time per schema (a Rust call may overrun it)
+        try:
+            if ll is not None:
+                peer_check(ll, schema, texts, tokenizer, tally, timeout)
+            if peers:
+                outlines_check(schema, texts, tally)
+        except Timeout:
+            tally["peer timeouts"] += 1
+        finally:
+            signal.alarm(0)
         if tally["schemas"] % 10 == 0:
             print(f"  .. {tally['schemas']} schemas: compiled {tally['compiled']}, valid accepted {tally['valid accepted']}"
                   f"/{tally['valid']} ({tally['valid in compiled']} in compiled), invalid accepted {tally['INVALID ACCEPTED']}, crashes {tally['CRASHES']}, timeouts "
                   f"{refusals['(timeout)']}, llguidance {tally['llg compiled']} {tally['llg valid accepted']} "
-                  f"{tally['llg invalid accepted']}; translation median "
+                  f"{tally['llg invalid accepted']}, outlines {tally['outlines compiled']} {tally['outlines valid accepted']} "
+                  f"{tally['outlines invalid accepted']}, peer timeouts {tally['peer timeouts']}; translation median "
                   f"{1e3 * statistics.median(translate_times or [0]):.1f} ms; mask mean "
                   f"{1e6 * statistics.fmean(masks or [0]):.1f} us; peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
