@@ -282,7 +282,7 @@ def test_draft04_tuple_items_and_boolean_exclusive_bounds():
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "dependencies": {"a": ["b"]}}, "/dependencies"),
     ({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 2}}}, "/properties/a/multipleOf"),
-    ({"type": "string", "format": "hostname"}, "/format"),
+    ({"type": "string", "format": "ipv6"}, "/format"),
     ({"not": {"type": "null"}, "type": "string"}, "/not"),
 ])
 def test_keywords_an_automaton_cannot_honour_are_refused_unless_strict_is_false(schema, pointer):
@@ -341,3 +341,19 @@ def test_one_of_with_a_discriminator_is_exact_and_overlap_is_refused_or_relaxed(
     assert info.value.pointer == "/oneOf/1"
     with pytest.warns(SchemaWarning, match=r"NOT enforced \(strict=False\) /oneOf/1"):
         assert schema_to_regex(overlapping, strict=False) == translate({"anyOf": overlapping["oneOf"]})
+
+
+def test_formats_json_schema_does_not_define_are_annotations_and_defined_ones_are_exact_or_refused():
+    with pytest.warns(SchemaWarning, match="/format"):
+        assert schema_to_regex({"type": "string", "format": "html-selector"}) == translate({"type": "string"})
+    with pytest.raises(SchemaError, match="unsupported format 'ipv6'"):
+        schema_to_regex({"type": "string", "format": "ipv6"})
+    for fmt in ("hostname", "uri-reference", "ipv4", "uri"):
+        schema = {"type": "string", "format": fmt}
+        check = Validator(schema, format_checker=Validator.FORMAT_CHECKER)
+        draw, rng = sampler(compile_regex(translate(schema), ByteAlphabet()), 60), random.Random(1)
+        for _ in range(100):
+            text = bytes(draw(rng)).decode()
+            assert check.is_valid(json.loads(text)), (fmt, text)
+    assert regex.fullmatch(translate({"type": "string", "format": "hostname"}), '"api.example.com"')
+    assert not regex.fullmatch(translate({"type": "string", "format": "hostname"}), '"-bad.example"')

@@ -36,7 +36,8 @@ Keywords: ``type`` (one or a list; without it, the types its keywords imply),
 ``enum``, ``const``; object: ``properties``, ``required``,
 ``additionalProperties``, ``patternProperties``, ``propertyNames``,
 ``minProperties`` up to 1; string: ``minLength``, ``maxLength``, ``pattern``,
-``format`` (date, date-time, time, email, uuid, ipv4, uri); integer and
+``format`` (date, date-time, time, email, uuid, ipv4, uri, uri-reference,
+hostname; a format JSON Schema does not define is an annotation); integer and
 number: ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``
 (draft-04 booleans too; decimal bounds for numbers, up to 12 decimals); array:
 ``prefixItems``, ``items`` (a schema, false, or draft-04's list with
@@ -126,7 +127,16 @@ FORMATS = {
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}",
     "uri": rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}+",
+    "uri-reference": rf"{_URI_CHAR}*",
+    # up to three labels of up to 20 characters: well inside the 253 characters a host name may have
+    "hostname": r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,18}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,18}[A-Za-z0-9])?){0,2}",
 }
+# The formats JSON Schema defines (2020-12 and earlier drafts); any other is an annotation, as the standard says.
+DEFINED_FORMATS = frozenset({
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri",
+    "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
+    "host-name", "ip-address", "color", "style", "phone", "utc-millisec",
+})
 
 
 def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True) -> str:
@@ -385,7 +395,10 @@ class _Translator:
         if "format" in schema:
             name = schema["format"]
             if name not in FORMATS:
-                self.unsupported(_pointer(pointer, "format"), f"unsupported format {name!r} (supported: {', '.join(FORMATS)})")
+                if name in DEFINED_FORMATS or not isinstance(name, str):
+                    self.unsupported(_pointer(pointer, "format"), f"unsupported format {name!r} (supported: {', '.join(FORMATS)})")
+                else:  # a format JSON Schema does not define constrains nothing
+                    self.ignored[_pointer(pointer, "format")] = None
                 schema = {k: v for k, v in schema.items() if k != "format"}
         if "format" in schema or "pattern" in schema:
             if "format" in schema and "pattern" in schema:
