@@ -13,7 +13,9 @@ be given.  Per schema, in one process, one schema after another:
   (the part this issue owns); a refusal is counted under the keyword its
   pointer ends with, and must be one line;
 * **set-up**: promotion over the tokenizer and the first mask (``guide``'s
-  route; the promotion engine's cost, issue 31);
+  route; the promotion engine's cost, issue 31); ``--text-only`` skips it and
+  checks the instances on the byte DFA (the same verdicts: canonical
+  promotion accepts exactly the tokenizer's encoding of each accepted text);
 * **instances**: each test document, written compactly, encoded by the
   tokenizer and walked through the guide (a bitmask filled per token, timed:
   ``mask``); accepted when every token is allowed and the end accepts.
@@ -52,7 +54,7 @@ from bpefst.decoding import allocate_token_bitmask  # noqa: E402
 from bpefst.errors import BpefstError  # noqa: E402
 from bpefst.promotion import GuidedAutomaton, promote_constraint  # noqa: E402
 from bpefst.promotion.constraints import default_stop_ids, model_parts  # noqa: E402
-from bpefst.regex import alphabet_for, compile_regex  # noqa: E402
+from bpefst.regex import ByteAlphabet, alphabet_for, compile_regex  # noqa: E402
 from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_regex  # noqa: E402
 from bpefst.regex.json_schema_words import VOCABULARY  # noqa: E402
 from bpefst.tokenizer import load_tokenizer  # noqa: E402
@@ -90,8 +92,9 @@ def refusal_keyword(exc: SchemaError) -> str:
 
 
 class Ours:
-    def __init__(self, model, timeout: float, max_depth: int):
+    def __init__(self, model, timeout: float, max_depth: int, text_only: bool = False):
         self.model, self.timeout, self.max_depth = model, timeout, max_depth
+        self.alphabet = ByteAlphabet() if text_only else alphabet_for(model)  # text_only: symbols are the UTF-8 bytes
         self.stops = default_stop_ids(model)
         self.bitmask = allocate_token_bitmask(1, model.max_id + 1)
 
@@ -100,13 +103,16 @@ class Ours:
             warnings.simplefilter("always", SchemaWarning)
             started = time.perf_counter()
             pattern = schema_to_regex(schema, max_depth=self.max_depth)
-            compile_regex(pattern, alphabet_for(self.model), max_states=MAX_STATES)
+            self.dfa = compile_regex(pattern, self.alphabet, max_states=MAX_STATES)
             elapsed = time.perf_counter() - started
         return pattern, elapsed, len(caught)
 
-    def set_up(self, pattern):
+    def set_up(self, pattern, schema=None):
         started = time.perf_counter()
-        guided = GuidedAutomaton(promote_constraint(self.model, pattern), stop_ids=self.stops)
+        if schema is not None:  # the user's route: promote(...).guide(), through guide()'s bounded cache
+            guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth).guide()
+        else:
+            guided = GuidedAutomaton(promote_constraint(self.model, pattern), stop_ids=self.stops)
         if guided.start is not None:
             guided.fill_next_token_bitmask(guided.start, self.bitmask)
         return guided, time.perf_counter() - started
@@ -127,13 +133,14 @@ class Ours:
         return guided.is_accepting(state)
 
 
-def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
+def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False) -> None:
     import bpefst
 
     model = load_tokenizer(DATA / VOCABS[label])
     tokenizer = bpefst.load(DATA / VOCABS[label])
     model_parts(model)  # per-tokenizer set-up, once (not counted per schema)
-    ours = Ours(model, timeout, max_depth)
+    ours = Ours(model, timeout, max_depth, text_only)
+    ours.bpefst, ours.tokenizer = bpefst, tokenizer
     ll = LLGuidance(label, model, model.specials.get("<|endoftext|>")) if peers else None
     tally = collections.Counter()
     refusals: collections.Counter = collections.Counter()
@@ -152,11 +159,16 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
             pattern, elapsed, warned = ours.translate(schema)
             translate_times.append(elapsed)
             tally["warned"] += warned > 0
-            guided, setup = ours.set_up(pattern)
-            setup_times.append(setup)
+            if not text_only:
+                guided, setup = ours.set_up(pattern, schema if user_path else None)
+                setup_times.append(setup)
             tally["compiled"] += 1
+            tally["valid in compiled"] += sum(v for _, v in texts)
             for text, valid in texts:
-                ok = ours.accepts(guided, tokenizer.encode(text), masks)
+                if text_only:
+                    ok = ours.dfa.accepts(list(text.encode("utf-8")))
+                else:
+                    ok = ours.accepts(guided, tokenizer.encode(text), masks)
                 if valid:
                     tally["valid accepted"] += ok
                 elif ok:
@@ -179,13 +191,25 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool) -> None:
             print(f"  crash: {path.name}: {type(exc).__name__}: {exc}", flush=True)
         finally:
             signal.alarm(0)
-        if ll is not None:
-            peer_check(ll, schema, texts, tokenizer, tally, timeout)
-        if tally["schemas"] % 20 == 0:
-            print(f"  .. {tally['schemas']} schemas, {tally['compiled']} compiled, "
-                  f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
-        if peers:
-            outlines_check(schema, texts, tally)
+        signal.alarm(int(timeout))  # the peers get the same time per schema (a Rust call may overrun it)
+        try:
+            if ll is not None:
+                peer_check(ll, schema, texts, tokenizer, tally, timeout)
+            if peers:
+                outlines_check(schema, texts, tally)
+        except Timeout:
+            tally["peer timeouts"] += 1
+        finally:
+            signal.alarm(0)
+        if tally["schemas"] % 10 == 0:
+            print(f"  .. {tally['schemas']} schemas: compiled {tally['compiled']}, valid accepted {tally['valid accepted']}"
+                  f"/{tally['valid']} ({tally['valid in compiled']} in compiled), invalid accepted {tally['INVALID ACCEPTED']}, crashes {tally['CRASHES']}, timeouts "
+                  f"{refusals['(timeout)']}, llguidance {tally['llg compiled']} {tally['llg valid accepted']} "
+                  f"{tally['llg invalid accepted']}, outlines {tally['outlines compiled']} {tally['outlines valid accepted']} "
+                  f"{tally['outlines invalid accepted']}, peer timeouts {tally['peer timeouts']}; translation median "
+                  f"{1e3 * statistics.median(translate_times or [0]):.1f} ms; mask mean "
+                  f"{1e6 * statistics.fmean(masks or [0]):.1f} us; peak RSS "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
     report(label, tally, refusals, examples, translate_times, setup_times, masks, peers)
 
 
@@ -230,7 +254,9 @@ def report(label, tally, refusals, examples, translate_times, setup_times, masks
     print(f"\n{label}: {n} schemas, {valid} valid and {invalid} invalid instances")
     print("| engine | compiled | valid accepted | invalid accepted |")
     print("|---|---|---|---|")
-    print(f"| bpefst | {pct(tally['compiled'], n)} | {pct(tally['valid accepted'], valid)} | {tally['INVALID ACCEPTED']} |")
+    print(f"| bpefst | {pct(tally['compiled'], n)} | {pct(tally['valid accepted'], valid)} "
+          f"(of the compiled schemas' {tally['valid in compiled']}: {pct(tally['valid accepted'], tally['valid in compiled'])}) "
+          f"| {tally['INVALID ACCEPTED']} |")
     if peers:
         for name in ("llg", "outlines"):
             print(f"| {'llguidance' if name == 'llg' else 'outlines-core (its regex, on text)'} | "
@@ -263,11 +289,16 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true", help="leave llguidance and outlines-core out")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per schema (translation + set-up + instances)")
     parser.add_argument("--max-depth", type=int, default=2)
+    parser.add_argument("--user-path", action="store_true",
+                        help="set up through bpefst.promote(tokenizer, json_schema=...).guide() (guide()'s cache included)")
+    parser.add_argument("--text-only", action="store_true",
+                        help="check instances on the byte DFA instead of promoting (canonical promotion accepts exactly "
+                             "the tokenizer's encoding of each text the DFA accepts, so the verdicts are the same)")
     args = parser.parse_args()
     files = sample_files(args.sample_dir, args.sample, args.seed)
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
-        run(files, label, args.timeout, args.max_depth, not args.no_peers)
+        run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path)
 
 
 if __name__ == "__main__":

@@ -304,7 +304,7 @@ def test_flexible_whitespace_is_bounded():
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),
     ({"type": "array", "prefixItems": [{"type": "null"}], "items": False, "minItems": 2}, "/minItems"),
     ({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 2}}}, "/properties/a/multipleOf"),
-    ({"type": "object", "properties": {"a/b": {"type": "string", "format": "hostname"}}}, "/properties/a~1b/format"),
+    ({"type": "object", "properties": {"a/b": {"type": "string", "format": "ipv6"}}}, "/properties/a~1b/format"),
     ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "/oneOf/1"),
     ({"type": "string", "pattern": "^a|b$"}, "/pattern"),
     ({"type": "string", "pattern": "a.c"}, "/pattern"),
@@ -361,7 +361,7 @@ def test_cli_json_schema_samples_valid_documents(tmp_path, byte_tok):
 
 
 @pytest.mark.parametrize("schema, fragment", [
-    ({"type": "string", "format": "hostname"}, "JSON Schema /format: unsupported format 'hostname'"),
+    ({"type": "string", "format": "ipv6"}, "JSON Schema /format: unsupported format 'ipv6'"),
     ({"type": "object", "properties": {"t": {"type": "array", "items": {"type": "null"}, "contains": {"type": "null"}}}},
      "JSON Schema /properties/t/contains: contains is not supported"),
 ])

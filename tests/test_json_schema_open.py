@@ -282,7 +282,7 @@ def test_draft04_tuple_items_and_boolean_exclusive_bounds():
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "dependencies": {"a": ["b"]}}, "/dependencies"),
     ({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 2}}}, "/properties/a/multipleOf"),
-    ({"type": "string", "format": "hostname"}, "/format"),
+    ({"type": "string", "format": "ipv6"}, "/format"),
     ({"not": {"type": "null"}, "type": "string"}, "/not"),
 ])
 def test_keywords_an_automaton_cannot_honour_are_refused_unless_strict_is_false(schema, pointer):
@@ -328,3 +328,32 @@ def test_cli_warns_in_one_line_and_no_strict_relaxes(tmp_path, byte_tok):
     for line in result.stdout.decode().splitlines():
         assert Validator(relaxed).is_valid(json.loads(json.loads(line)["text"]))
     assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--max-depth", "2"), "--max-depth applies to --json-schema")
+
+
+def test_one_of_with_a_discriminator_is_exact_and_overlap_is_refused_or_relaxed():
+    schema = {"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+                        {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}, "x": {"type": "boolean"}},
+                         "required": ["kind", "x"]}]}
+    both_ways(schema, objects({"kind": ["a", "b", "c", "d"], "x": [1, True, None]}))
+    overlapping = {"oneOf": [{"type": "integer", "maximum": 5}, {"type": "integer", "minimum": 3}]}
+    with pytest.raises(SchemaError) as info:
+        schema_to_regex(overlapping)
+    assert info.value.pointer == "/oneOf/1"
+    with pytest.warns(SchemaWarning, match=r"NOT enforced \(strict=False\) /oneOf/1"):
+        assert schema_to_regex(overlapping, strict=False) == translate({"anyOf": overlapping["oneOf"]})
+
+
+def test_formats_json_schema_does_not_define_are_annotations_and_defined_ones_are_exact_or_refused():
+    with pytest.warns(SchemaWarning, match="/format"):
+        assert schema_to_regex({"type": "string", "format": "html-selector"}) == translate({"type": "string"})
+    with pytest.raises(SchemaError, match="unsupported format 'ipv6'"):
+        schema_to_regex({"type": "string", "format": "ipv6"})
+    for fmt in ("hostname", "uri-reference", "ipv4", "uri"):
+        schema = {"type": "string", "format": fmt}
+        check = Validator(schema, format_checker=Validator.FORMAT_CHECKER)
+        draw, rng = sampler(compile_regex(translate(schema), ByteAlphabet()), 60), random.Random(1)
+        for _ in range(100):
+            text = bytes(draw(rng)).decode()
+            assert check.is_valid(json.loads(text)), (fmt, text)
+    assert regex.fullmatch(translate({"type": "string", "format": "hostname"}), '"api.example.com"')
+    assert not regex.fullmatch(translate({"type": "string", "format": "hostname"}), '"-bad.example"')

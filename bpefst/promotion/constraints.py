@@ -34,7 +34,7 @@ from .promote import promote
 
 GUIDE_MODES = ("canonical", "agnostic")
 STOP_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "<|eot_id|>", "<|im_end|>", "</s>", "<eos>")
-CACHE_SIZE = 64  # guided automata kept (the least recently used goes first)
+CACHE_SIZE = 8  # guided automata kept (the least recently used goes first); each can hold 10s of MB of expanded states and masks
 # the limits of `bpefst promote`, kept by the Python API
 MAX_STATES = 1_000_000
 MAX_ARCS = 20_000_000

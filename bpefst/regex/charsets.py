@@ -9,7 +9,11 @@ relevant domain and cache the answer:
   (U+0000..U+10FFFF minus the surrogates, which UTF-8 cannot encode); one
   ``finditer`` over a string of all 1.1M scalar values finds the maximal runs
   of matching characters, i.e. the set as sorted inclusive ranges
-  (:func:`scalar_ranges`), in a few milliseconds;
+  (:func:`scalar_ranges`), in a few milliseconds (50-100 ms on a busy
+  machine, once per distinct class); a bracket class made only of literal
+  characters, ranges and single-character escapes (``[^"\\\x00-\x1fab]``,
+  what generated patterns such as JSON Schema's are full of) is read directly
+  instead (:func:`literal_class_ranges`), the scan being its test oracle;
 * for character-level alphabets the domain is the alphabet's characters
   (:func:`matching_chars`).
 
@@ -49,6 +53,15 @@ def _matcher(source: str, flags: str, repeated: bool):
 @lru_cache(maxsize=512)
 def scalar_ranges(source: str, flags: str = "") -> Ranges:
     """The scalar values matched by the one-character regex ``source`` under ``flags``."""
+    if "i" not in flags and "x" not in flags:
+        direct = literal_class_ranges(source)
+        if direct is not None:
+            return direct
+    return scanned_ranges(source, flags)
+
+
+def scanned_ranges(source: str, flags: str = "") -> Ranges:
+    """:func:`scalar_ranges` by the ``regex`` module: one scan over every scalar value."""
     text = _all_scalars()
     gap = SURROGATES[0]
     ranges: list[tuple[int, int]] = []
@@ -59,6 +72,87 @@ def scalar_ranges(source: str, flags: str = "") -> Ranges:
             start = gap
         ranges.append((_index_to_codepoint(start), _index_to_codepoint(end - 1)))
     return normalize(ranges)
+
+
+_CLASS_ESCAPES = {"t": 9, "n": 10, "r": 13, "f": 12, "v": 11}
+
+
+def literal_class_ranges(source: str) -> Ranges | None:
+    """The scalar values of a bracket class of literal characters, ranges and single-character escapes.
+
+    None for anything else (properties, ``\\d``-style shorthands, nested or
+    POSIX classes, an ambiguous ``-`` or ``]``): those go to the scan.
+    """
+    if len(source) < 3 or source[0] != "[" or source[-1] != "]":
+        return None
+    body = source[1:-1]
+    negated = body.startswith("^")
+    if negated:
+        body = body[1:]
+    if not body:
+        return None
+    ranges, i = [], 0
+    while i < len(body):
+        low, i = _class_char(body, i)
+        if low is None:
+            return None
+        if i < len(body) - 1 and body[i] == "-":
+            high, i = _class_char(body, i + 1)
+            if high is None or high < low:
+                return None
+            ranges.append((low, high))
+        else:
+            ranges.append((low, low))
+    found = normalize(ranges)
+    if negated:
+        found = complement(found)
+    return _without_surrogates(found)
+
+
+def _class_char(body: str, i: int) -> tuple[int | None, int]:
+    """The code point written at ``body[i]`` inside a class, and where the next item starts."""
+    c = body[i]
+    if c == "\\":
+        if i + 1 >= len(body):
+            return None, i
+        e = body[i + 1]
+        width = {"x": 2, "u": 4, "U": 8}.get(e)
+        if width is not None:
+            digits = body[i + 2:i + 2 + width]
+            if len(digits) != width or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                return None, i
+            value = int(digits, 16)
+            return (value if value <= MAX_CODEPOINT else None), i + 2 + width
+        if e in _CLASS_ESCAPES:
+            return _CLASS_ESCAPES[e], i + 2
+        if ord(e) < 128 and not e.isalnum():
+            return ord(e), i + 2
+        return None, i
+    if c in "[]" or (c == "-" and 0 < i < len(body) - 1):
+        return None, i
+    return ord(c), i + 1
+
+
+def complement(ranges: Ranges) -> Ranges:
+    """Every code point 0..MAX_CODEPOINT not in ``ranges``."""
+    out, start = [], 0
+    for lo, hi in ranges:
+        if lo > start:
+            out.append((start, lo - 1))
+        start = hi + 1
+    if start <= MAX_CODEPOINT:
+        out.append((start, MAX_CODEPOINT))
+    return tuple(out)
+
+
+def _without_surrogates(ranges: Ranges) -> Ranges:
+    out = []
+    for lo, hi in ranges:
+        if lo < SURROGATES[0]:
+            out.append((lo, min(hi, SURROGATES[0] - 1)))
+        if hi > SURROGATES[1]:
+            out.append((max(lo, SURROGATES[1] + 1), hi))
+    return normalize(out)
 
 
 def matching_chars(source: str, flags: str, domain: Iterable[str]) -> frozenset[str]:

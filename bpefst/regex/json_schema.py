@@ -36,12 +36,14 @@ Keywords: ``type`` (one or a list; without it, the types its keywords imply),
 ``enum``, ``const``; object: ``properties``, ``required``,
 ``additionalProperties``, ``patternProperties``, ``propertyNames``,
 ``minProperties`` up to 1; string: ``minLength``, ``maxLength``, ``pattern``,
-``format`` (date, date-time, time, email, uuid, ipv4, uri); integer and
+``format`` (date, date-time, time, email, uuid, ipv4, uri, uri-reference,
+hostname; a format JSON Schema does not define is an annotation); integer and
 number: ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``
 (draft-04 booleans too; decimal bounds for numbers, up to 12 decimals); array:
 ``prefixItems``, ``items`` (a schema, false, or draft-04's list with
 ``additionalItems``), ``minItems``, ``maxItems``; ``anyOf``; ``oneOf`` when
-its branches cannot both hold (pairwise different types or enum values);
+its branches cannot both hold (pairwise different types or enum values, or a
+required property with disjoint ``const``/``enum`` values);
 ``allOf`` and keywords beside ``$ref``/``anyOf``/``oneOf``, merged
 (:mod:`.json_schema_merge`); ``$ref`` to any ``#/...`` pointer of the schema.
 Annotations (``title``, ``description``, ...) change nothing; keywords JSON
@@ -125,7 +127,16 @@ FORMATS = {
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}",
     "uri": rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}+",
+    "uri-reference": rf"{_URI_CHAR}*",
+    # up to three labels of up to 20 characters: well inside the 253 characters a host name may have
+    "hostname": r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,18}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,18}[A-Za-z0-9])?){0,2}",
 }
+# The formats JSON Schema defines (2020-12 and earlier drafts); any other is an annotation, as the standard says.
+DEFINED_FORMATS = frozenset({
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri",
+    "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
+    "host-name", "ip-address", "color", "style", "phone", "utc-millisec",
+})
 
 
 def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True) -> str:
@@ -384,7 +395,10 @@ class _Translator:
         if "format" in schema:
             name = schema["format"]
             if name not in FORMATS:
-                self.unsupported(_pointer(pointer, "format"), f"unsupported format {name!r} (supported: {', '.join(FORMATS)})")
+                if name in DEFINED_FORMATS or not isinstance(name, str):
+                    self.unsupported(_pointer(pointer, "format"), f"unsupported format {name!r} (supported: {', '.join(FORMATS)})")
+                else:  # a format JSON Schema does not define constrains nothing
+                    self.ignored[_pointer(pointer, "format")] = None
                 schema = {k: v for k, v in schema.items() if k != "format"}
         if "format" in schema or "pattern" in schema:
             if "format" in schema and "pattern" in schema:
@@ -884,40 +898,74 @@ def _escaped_at_end(text: str) -> bool:
 def _check_exclusive(branches: list, where: str, translator: _Translator) -> None:
     """oneOf is an alternation only when no document can be valid under two branches.
 
-    Sufficient, checked: each branch (after following ``$ref``) declares its
-    values by ``type`` or ``enum``/``const``, and no two branches share a type
-    (integer is a number) or a value.  A type only implied by keywords does not
-    count: an untyped branch validates every value of the other types.
+    Sufficient, checked pairwise: the branches (after following ``$ref``)
+    declare different ``type`` (integer is a number) or disjoint
+    ``enum``/``const`` values, or both describe objects whose values of a
+    property both require have disjoint ``enum``/``const`` values (a
+    discriminator, as in ``{"kind": {"const": "a"}}``).  A type only implied by
+    keywords does not count: an untyped branch validates every value of the
+    other types.  Otherwise the schema is refused, or with ``strict=False``
+    the oneOf is taken as an anyOf (documents valid under two branches
+    accepted), with a warning.
     """
-    kinds = []
-    for i, branch in enumerate(branches):
-        seen = set()
-        while isinstance(branch, dict) and isinstance(branch.get("$ref"), str) and branch["$ref"] not in seen:
-            seen.add(branch["$ref"])
-            branch, _ = translator.resolve(branch["$ref"], _pointer(_pointer(where, i), "$ref"))
-        if isinstance(branch, dict) and ("enum" in branch or "const" in branch):
-            values = [branch["const"]] if "const" in branch else list(branch["enum"] or [])
-            kinds.append(("values", values))
-        elif isinstance(branch, dict) and "type" in branch:
-            types = set(branch["type"] if isinstance(branch["type"], list) else [branch["type"]])
-            if "number" in types:
-                types.add("integer")
-            kinds.append(("types", types))
-        else:
-            raise SchemaError(_pointer(where, i), "oneOf branches need a type, enum or const to show they exclude each other "
-                                                  "(or use anyOf)")
+    kinds = [_kind(branch, _pointer(where, i), translator) for i, branch in enumerate(branches)]
     for i in range(len(kinds)):
+        if kinds[i] is None:
+            translator.unsupported(_pointer(where, i), "oneOf branches need a type, enum or const to show they exclude "
+                                                         "each other (or use anyOf)")
+            return
         for j in range(i):
-            if _overlap(kinds[i], kinds[j]):
-                raise SchemaError(_pointer(where, i), f"oneOf branches {j} and {i} may both hold, so an alternation would "
-                                                      "accept invalid documents; use anyOf or make their types differ")
+            if kinds[j] is not None and _overlap(kinds[i], kinds[j]):
+                translator.unsupported(_pointer(where, i), f"oneOf branches {j} and {i} may both hold, so an alternation "
+                                                             "would accept invalid documents; use anyOf or make their types differ")
+                return
+
+
+def _kind(branch, pointer: str, translator: _Translator):
+    """``(types, values, discriminators)`` of a oneOf branch (None where it does not say), or None."""
+    branch = _followed(branch, pointer, translator)
+    if not isinstance(branch, dict):
+        return None
+    values = types = None
+    if "enum" in branch or "const" in branch:
+        values = [branch["const"]] if "const" in branch else list(branch["enum"] or [])
+    if "type" in branch:
+        types = set(branch["type"] if isinstance(branch["type"], list) else [branch["type"]])
+        if "number" in types:
+            types.add("integer")
+    if values is None and types is None:
+        return None
+    discriminators = {}
+    properties = branch.get("properties") if types == {"object"} else None
+    if isinstance(properties, dict):
+        for name in branch.get("required") or []:
+            sub = _followed(properties.get(name), pointer, translator)
+            if isinstance(sub, dict) and ("enum" in sub or "const" in sub):
+                discriminators[name] = [sub["const"]] if "const" in sub else list(sub["enum"] or [])
+    return types, values, discriminators
+
+
+def _followed(schema, pointer: str, translator: _Translator):
+    """``schema`` with a lone ``$ref`` followed (cycles stop)."""
+    seen = set()
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
+        seen.add(schema["$ref"])
+        schema, _ = translator.resolve(schema["$ref"], _pointer(pointer, "$ref"))
+    return schema
 
 
 def _overlap(a, b) -> bool:
-    (ka, xa), (kb, xb) = a, b
-    if ka == "types" and kb == "types":
-        return bool(xa & xb)
-    if ka == "values" and kb == "values":
-        return any(same_json(u, v) for u in xa for v in xb)
-    types, values = (xa, xb) if ka == "types" else (xb, xa)
-    return any(json_type(v) in types or (json_type(v) == "integer" and "number" in types) for v in values)
+    """Whether a document may be valid under both branches described by ``_kind``."""
+    (types_a, values_a, disc_a), (types_b, values_b, disc_b) = a, b
+    if types_a is not None and types_b is not None and not types_a & types_b:
+        return False
+    for values, types in ((values_a, types_b), (values_b, types_a)):
+        if values is not None and types is not None and not any(
+                json_type(v) in types or (json_type(v) == "integer" and "number" in types) for v in values):
+            return False
+    if values_a is not None and values_b is not None and not any(same_json(u, v) for u in values_a for v in values_b):
+        return False
+    for name in disc_a.keys() & disc_b.keys():
+        if not any(same_json(u, v) for u in disc_a[name] for v in disc_b[name]):
+            return False
+    return True

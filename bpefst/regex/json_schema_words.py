@@ -55,7 +55,7 @@ def warn_about(ignored: list[str], relaxed: list[str], stacklevel: int = 3) -> N
     """One warning line for everything the translation did not enforce."""
     parts = []
     if ignored:
-        parts.append(f"ignored unknown keywords (annotations) {_listed(ignored)}")
+        parts.append(f"ignored unknown keywords and formats (annotations) {_listed(ignored)}")
     if relaxed:
         parts.append(f"NOT enforced (strict=False) {_listed(relaxed)}")
     if parts:
