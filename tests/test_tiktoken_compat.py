@@ -437,7 +437,7 @@ def test_documented_differences(by_name):
     with pytest.raises(KeyError):
         plain_ref.eot_token
     assert plain.eot_token is None
-    # num_threads is accepted and changes nothing (bpefst's parallelism is jobs= processes)
+    # num_threads: the compiled core's threads (the pure path ignores it); the ids are the same either way
     assert enc.encode_batch(["a b", "c"], num_threads=64) == ref.encode_batch(["a b", "c"], num_threads=64)
     with pytest.raises(ValueError):
         enc.encode_batch(["a"], num_threads=0)

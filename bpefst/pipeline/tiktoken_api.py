@@ -148,7 +148,7 @@ class TiktokenMethods:
     def _sorted_token_bytes(self) -> list[bytes]:
         return sorted(token for _, token in self._ordinary_bytes())
 
-    # -- batches (tiktoken's keyword names; num_threads changes nothing, see encode_batch) --
+    # -- batches (tiktoken's keyword names; num_threads: the core's threads, see encode_batch) --
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8, jobs: int = 1) -> list[list[int]]:
         """``[encode_ordinary(t) for t in text]``; ``jobs`` processes as in :meth:`encode_batch`."""
