@@ -89,3 +89,13 @@ def _require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError:
         raise BpefstError(f"this needs {module}: pip install 'bpefst[{extra}]'") from None
+
+
+def check_guided(guided, stop_hint: str) -> None:
+    """What every logits processor needs of its automaton: stop ids (so a finished match can end
+    generation) and a start state; ``stop_hint`` says how to pass them in the caller's framework."""
+    if not guided.stop_ids:
+        raise BpefstError("the guided automaton has no stop ids, so a finished match could not end generation; "
+                          f"build it with stop_ids={stop_hint}")
+    if guided.start is None:
+        raise BpefstError("the guided automaton accepts nothing")

@@ -34,7 +34,7 @@ import time
 
 from ..errors import BpefstError
 from ..promotion import GuidedAutomaton
-from .bitmask import _require, allocate_token_bitmask, apply_token_bitmask
+from .bitmask import _require, allocate_token_bitmask, apply_token_bitmask, check_guided
 
 numpy = _require("numpy", "llama")
 
@@ -51,11 +51,7 @@ class LlamaLogitsProcessor:
     """
 
     def __init__(self, guided: GuidedAutomaton):
-        if not guided.stop_ids:
-            raise BpefstError("the guided automaton has no stop ids, so a finished match could not end generation; "
-                              "build it with stop_ids=[llm.token_eos()]")
-        if guided.start is None:
-            raise BpefstError("the guided automaton accepts nothing")
+        check_guided(guided, "[llm.token_eos()]")
         self.guided = guided
         self.bitmask = None
         self.mask_seconds = 0.0

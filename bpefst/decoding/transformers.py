@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..errors import BpefstError
 from ..promotion import GuidedAutomaton
-from .bitmask import _require, allocate_token_bitmask, apply_token_bitmask
+from .bitmask import _require, allocate_token_bitmask, apply_token_bitmask, check_guided
 
 torch = _require("torch", "transformers")
 transformers = _require("transformers", "transformers")
@@ -47,11 +47,7 @@ class AutomatonLogitsProcessor(transformers.LogitsProcessor):
     """
 
     def __init__(self, guided: GuidedAutomaton):
-        if not guided.stop_ids:
-            raise BpefstError("the guided automaton has no stop ids, so a finished match could not end generation; "
-                              "build it with stop_ids=[the model's eos_token_id]")
-        if guided.start is None:
-            raise BpefstError("the guided automaton accepts nothing")
+        check_guided(guided, "[the model's eos_token_id]")
         self.guided = guided
         self.states: list[int] | None = None
         self.length = -1
