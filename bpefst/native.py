@@ -1,7 +1,8 @@
 """Which engine runs the per-byte loops: the compiled core or pure Python.
 
 bpefst's hot loops (pre-tokenizing the preset patterns, the chunk cache, BPE
-of a chunk on a miss) run in one compiled extension, ``bpefst._core`` (C,
+of a chunk on a miss, the validator's token walk and pair test, merge recovery
+from rank files) run in one compiled extension, ``bpefst._core`` (C,
 ``src/core``), built by the package's own build.  It holds loops, not
 concepts: this module packs the tables it walks from a :class:`BPEModel`
 (merges as ``(left, right, result)`` triples in rank order, the id of each
@@ -21,9 +22,11 @@ from array import array
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
+from .errors import ArgumentTypeError, BpefstError
 from .tokenizer.pretokenize import PRESETS
 
 if TYPE_CHECKING:
+    from .bpe import MergeForest
     from .tokenizer import BPEModel
 
 PURE_VARIABLE = "BPEFST_PURE_PYTHON"
@@ -47,6 +50,15 @@ core, _description = _load_core()
 def engine() -> str:
     """``"compiled"`` or ``"pure"``: the engine new tokenizers use by default."""
     return "compiled" if core is not None else "pure"
+
+
+def choose(engine: str | None) -> str:
+    """The engine a caller's ``engine=`` selects: ``"compiled"``, ``"pure"``, or for None the default."""
+    if engine not in (None, "compiled", "pure"):
+        raise ArgumentTypeError(f"engine= takes 'compiled', 'pure' or None (the default engine), not {engine!r}")
+    if engine == "compiled" and core is None:
+        raise BpefstError(f"engine='compiled' asked for, but this install runs {engine_description()}")
+    return engine if engine is not None else ("compiled" if core is not None else "pure")
 
 
 def engine_description() -> str:
@@ -97,3 +109,15 @@ def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
     slots = 1 << max(0, min(CACHE_SLOTS, int(cache_size)).bit_length() - 1)  # a power of two, at most CACHE_SLOTS
     return core.Encoder(byte_ids.tobytes(), triples.tobytes(), model.max_id,
                         core.PATTERN_NONE if number is None else number, slots)
+
+
+def pair_checker(forest: "MergeForest"):
+    """A ``bpefst._core.PairChecker`` over a merge forest: the canonical-pair test of
+    :func:`bpefst.bpe.compatibility.compatible_before` (its pure twin) with a bounded set of
+    pairs already known canonical, for the validator."""
+    pair_ranks = forest.pair_rank
+    pairs = array("I", bytes(8 * len(pair_ranks)))
+    pairs[0::2] = array("I", map(itemgetter(0), pair_ranks))
+    pairs[1::2] = array("I", map(itemgetter(1), pair_ranks))
+    return core.PairChecker(array("i", forest.rank).tobytes(), array("i", forest.left).tobytes(),
+                            array("i", forest.right).tobytes(), pairs.tobytes(), array("I", pair_ranks.values()).tobytes())

@@ -16,6 +16,7 @@ Each test skips with the reason when the extension is not built here.
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import pickle
 import random
@@ -284,3 +285,122 @@ def test_random_tables_never_crash() -> None:
             continue
         encoder.encode(random_text(rng, 50))
         encoder.bpe_bytes(bytes(rng.randrange(256) for _ in range(80)))
+
+
+# -- the validator's loops (src/core/validate.h) ---------------------------------------------------
+
+def pair_checker_of(model):
+    from bpefst.bpe import MergeForest
+
+    forest = MergeForest.from_model(model)
+    return forest, native.pair_checker(forest)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_pair_checker_equals_the_pair_walk_on_every_pair(seed: int) -> None:
+    """Every pair of a random model's reachable tokens: the core's answer is compatible_before's, and
+    both are brute force's (BPE of the two tokens' bytes gives back the pair)."""
+    from bpefst.bpe.compatibility import compatible_before
+
+    model = random_byte_model(seed, b"ab ", num_merges=25)
+    forest, checker = pair_checker_of(model)
+    encoder = ReferenceEncoder(model)
+    tokens = [t for t in forest.reachable_ids if t < forest.size]
+    for u, v in itertools.product(tokens, tokens):
+        expected = compatible_before(forest, u, v)
+        assert expected == (encoder.bpe(model.vocab[u] + model.vocab[v]) == [u, v])
+        assert checker.canonical(u, v) == expected, (u, v)
+        assert checker.canonical(u, v) == expected  # again, from the set of known pairs
+
+
+def test_pair_checker_equals_the_pair_walk_on_a_real_vocabulary() -> None:
+    from bpefst.bpe.compatibility import compatible_before
+    from bpefst.tokenizer import load_tokenizer
+
+    model = load_tokenizer(str(real_tokenizers()["cl100k_base"]))
+    forest, checker = pair_checker_of(model)
+    rng = random.Random(32)
+    tokens = forest.reachable_ids
+    ids = Tokenizer(model).encode_ordinary(corpus_prefix("fortunes", 100_000))
+    pairs = list(zip(ids, ids[1:])) + [(rng.choice(tokens), rng.choice(tokens)) for _ in range(20_000)]
+    for u, v in pairs:
+        assert checker.canonical(u, v) == compatible_before(forest, u, v), (u, v)
+
+
+def test_compiled_walk_and_pair_tests_equal_the_pure_ones() -> None:
+    """The token-level walk and the batch of pair tests behind Validator, on canonical streams and on
+    mutated ones, compiled against pure, step by step (rows are the same objects)."""
+    from bpefst.bpe import build_canonical
+    from bpefst.pipeline.validate import Validator
+    from bpefst.tokenizer import load_tokenizer
+
+    from test_validate import mutate
+
+    model = load_tokenizer(str(real_tokenizers()["o200k_base"]))
+    automaton = build_canonical(__import__("bpefst").bpe.MergeForest.from_model(model), "implicit")
+    compiled, pure = Validator(model, automaton, engine="compiled"), Validator(model, automaton, engine="pure")
+    chunks = compiled.chunks
+    rng = random.Random(5)
+    ids = Tokenizer(model).encode(corpus_prefix("pydocs", 60_000) + "<|endoftext|>" + corpus_prefix("fortunes", 60_000),
+                                  allowed_special="all")
+    streams = [ids] + [mutate(ids[k:k + 300], model, automaton.forest, rng) for k in range(0, len(ids) - 300, 700)]
+    for stream in streams:
+        seq = chunks.walk_compiled(list(stream), chunks.initial)
+        assert seq == chunks.walk(stream, chunks.initial) and all(map(operator.is_, seq, chunks.walk(stream, chunks.initial)))
+        stop = chunks.first_stop(seq)
+        end = len(stream) if stop is None else stop - 1
+        for last in (None, ids[0]):
+            assert compiled.pairs.bad_gaps(list(stream), seq, chunks.flag_index, end, last) == pure._bad_pairs(stream, seq, end, last)
+        assert compiled.check(stream) == pure.check(stream)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.one_of(st.sampled_from([b" ", b"\n", b"\t\r", b"\x0b\x0c", b"0", b"007", b"-1", b"1.5", b"x", b"\xff"]),
+                          st.integers(0, 10**22).map(lambda n: str(n).encode())), max_size=30).map(b"".join))
+def test_parse_ids_equals_int_of_each_word(data: bytes) -> None:
+    """The core's id parser reads what ``int`` reads of whitespace-separated digit words (up to 18
+    digits) and declines everything else with None."""
+    words = data.split()
+    plain = all(w.isdigit() and len(w) <= 18 for w in words) and all(b in b"0123456789 \t\n\r\x0b\x0c" for b in data)
+    assert core.parse_ids(data) == (list(map(int, words)) if plain else None)
+
+
+def test_validate_loops_check_their_arguments() -> None:
+    rank, left, right = array("i", [-1, -1, 0]).tobytes(), array("i", [-1, -1, 0]).tobytes(), array("i", [-1, -1, 1]).tobytes()
+    checker = core.PairChecker(rank, left, right, packed(0, 1), packed(0))
+    assert checker.canonical(0, 1) is False and checker.canonical(2, 2) is True and checker.canonical(1, 0) is True
+    for u, v in ((3, 0), (-1, 0), (1 << 70, 0)):
+        with pytest.raises(IndexError):
+            checker.canonical(u, v)
+    with pytest.raises(TypeError):
+        checker.canonical("a", 0)
+    with pytest.raises(ValueError, match="lower ranks"):  # a token built from itself: the walk would not end
+        core.PairChecker(array("i", [-1, 0]).tobytes(), array("i", [-1, 1]).tobytes(), array("i", [-1, 0]).tobytes(), b"", b"")
+    with pytest.raises(ValueError, match="lower ranks"):
+        core.PairChecker(array("i", [-1, 0]).tobytes(), array("i", [-1, 7]).tobytes(), array("i", [-1, 0]).tobytes(), b"", b"")
+    with pytest.raises(ValueError, match="one packed"):
+        core.PairChecker(rank, left[:4], right, b"", b"")
+    with pytest.raises(ValueError, match="pairs"):
+        core.PairChecker(rank, left, right, packed(0), packed(0))
+    with pytest.raises(RuntimeError, match="not initialised"):
+        core.PairChecker.__new__(core.PairChecker).canonical(0, 0)
+    with pytest.raises(ValueError, match="end"):
+        checker.bad_gaps([0, 1], [[0], [0]], 0, 2, None)
+    with pytest.raises(TypeError):
+        checker.bad_gaps((0, 1), [[0], [0], [0]], 0, 2, None)
+    assert checker.bad_gaps([0, 1, 2], [[0], [1], [1], [1]], 0, 3, None) == [1]  # (0, 1) is a merge: not canonical
+    assert checker.bad_gaps([9, 1], [[0], [1], {0: 1}], 0, 2, 0) == [0, 1]  # an id outside the forest: reported
+    row = [None, None]
+    row[0] = row
+    classes = array("i", [0, 1, 5]).tobytes()
+    assert core.walk_rows(classes, [0, 0, 1, 0], 0, row) == [row, row]  # stops at the entry not built yet
+    assert core.walk_rows(classes, [0, 0], 1, row) == [row]
+    for ids, error in (([3], IndexError), ([-1], IndexError), ([2], ValueError), (["a"], TypeError)):
+        with pytest.raises(error):
+            core.walk_rows(classes, ids, 0, row)
+    with pytest.raises(TypeError):
+        core.walk_rows(classes, [0], 0, "not a row")
+    with pytest.raises(ValueError):
+        core.walk_rows(classes, [0], 5, row)
+    with pytest.raises(TypeError):
+        core.parse_ids("text")

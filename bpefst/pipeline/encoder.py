@@ -110,10 +110,7 @@ class Tokenizer(TiktokenMethods):
                  pat_str: str | None = None, mergeable_ranks: dict[bytes, int] | None = None,
                  special_tokens: dict[str, int] | None = None, explicit_n_vocab: int | None = None,
                  engine: str | None = None):
-        if engine not in (None, "compiled", "pure"):
-            raise ArgumentTypeError(f"engine= takes 'compiled', 'pure' or None (the default engine), not {engine!r}")
-        if engine == "compiled" and native.core is None:
-            raise BpefstError(f"engine='compiled' asked for, but this install runs {native.engine_description()}")
+        engine = native.choose(engine)
         if isinstance(model, str):  # tiktoken's Encoding(name, pat_str=..., ...)
             model, name = None, model
         if model is None or mergeable_ranks is not None or pat_str is not None or special_tokens is not None:
@@ -124,7 +121,7 @@ class Tokenizer(TiktokenMethods):
         elif explicit_n_vocab is not None:
             raise ArgumentTypeError("explicit_n_vocab= goes with tiktoken's mergeable_ranks= constructor")
         self.model = model
-        self._engine = engine or native.engine()
+        self._engine = engine
         self.name = name
         self.max_states = max_states
         self._given_transducer = transducer

@@ -50,8 +50,10 @@ import codecs
 import itertools
 import operator
 import re
+from array import array
 from typing import Sequence
 
+from .. import native
 from ..promotion.chunking import chunker_for
 from ..tokenizer import BPEModel
 
@@ -117,6 +119,8 @@ class TokenChunks:
         self._class_targets: dict[State, list[State | None]] = {}
         self.initial_state: State = (True, b"", b"", frozenset({(dfa.start, 0)}))
         self.initial = self.row(self.initial_state)
+        self._boundary_rows: dict[tuple[State, int], list | dict | None] = {}
+        self._packed_classes: bytes | None = None  # token_class for the compiled walk, packed on first use
 
     # -- tokens ---------------------------------------------------------------------------------
 
@@ -308,6 +312,21 @@ class TokenChunks:
                     found.add((r, 0 if start else 1))
         return (False, rest, progress, frozenset(found)) if found else None
 
+    def boundary_row(self, row: list | dict, token: int) -> list | dict | None:
+        """The row after ``token`` read with a chunk boundary before it (how a walk that kept both readings
+        of a gap is corrected), or None where that cannot be; memoized per (state, action) for ordinary
+        states and regular tokens, which is what corrections almost always meet."""
+        state = row[self.state_index]
+        action = self.token_class[token] - _FIRST_ACTION
+        if state is None or state[1] or state[2] or not 0 <= action < len(self.actions):
+            target = self.step(state, token, boundary_only=True)
+            return None if target is None else self.row(target)
+        key = (state, action)
+        if key not in self._boundary_rows:
+            target = self._step_action(state, action, boundary_only=True)
+            self._boundary_rows[key] = None if target is None else self.row(target)
+        return self._boundary_rows[key]
+
     def _fill(self, row: list | dict, kind: int) -> None:
         """Fill the missing entry ``row[kind]`` (a token class)."""
         state = row[self.state_index]
@@ -350,6 +369,21 @@ class TokenChunks:
                 raise RuntimeError(f"token walk stopped at a filled entry (token {ids[done]})")
             self._fill(row, kind)
             pending = [kinds[t] for t in ids[done:taken]]
+
+    def walk_compiled(self, ids: list[int], row: list | dict) -> list:
+        """:meth:`walk` on the compiled core: its loop stops at an entry not built yet, Python fills it
+        (IndexError for an id outside the vocabulary)."""
+        if self._packed_classes is None:
+            self._packed_classes = array("i", self.token_class).tobytes()
+        seq = [row]
+        done = 0
+        while True:
+            rows = native.core.walk_rows(self._packed_classes, ids, done, seq[-1])
+            seq += rows
+            done += len(rows)
+            if done == len(ids):
+                return seq
+            self._fill(seq[-1], self.token_class[ids[done]])
 
     def advance(self, row: list | dict, token: int) -> list | dict:
         """One step of a walk."""

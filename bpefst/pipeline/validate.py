@@ -15,12 +15,15 @@ for byte-level tokenizers:
 
 Two checkers decide this.  :class:`Validator` (the one to use) reads a stream
 at the token level for the gpt2, cl100k and o200k patterns: the chunk-boundary
-automaton lifted to token ids (:mod:`.token_chunks`) is walked over each block
-in C (``itertools.accumulate``), which decides the chunk boundaries, the
-reachability and the special-token texts without decoding anything and marks
-the gaps that lie inside a chunk; the pairs at those gaps are then tested in a
-batch against a growing set of pairs known to be canonical (only new pairs go
-through the pair walk).  Where the walk kept both readings of a gap (a
+automaton lifted to token ids (:mod:`.token_chunks`) is walked over each block,
+which decides the chunk boundaries, the reachability and the special-token
+texts without decoding anything and marks the gaps that lie inside a chunk;
+the pairs at those gaps are then tested in a batch against a growing set of
+pairs known to be canonical (only new pairs go through the pair walk).  Both
+loops run in the compiled core where it is built (``src/core/validate.h``:
+``walk_rows`` and ``PairChecker``); their pure twins are
+:meth:`TokenChunks.walk` (``itertools.accumulate`` over the rows) and
+:meth:`Validator._bad_pairs`.  Where the walk kept both readings of a gap (a
 boundary or not, pending right context) and the pair there is not canonical,
 the walk is corrected to "boundary" and resumed until it meets the first walk
 again.  Where the stream cannot be canonical, the check restarts a little
@@ -57,6 +60,7 @@ from typing import Iterable, Iterator, Sequence
 
 import regex
 
+from .. import native
 from ..bpe import CanonicalAutomaton
 from ..bpe.compatibility import compatible_before
 from ..errors import BpefstError
@@ -327,10 +331,15 @@ class Validator(_StreamChecker):
     tokenizers and ``pretokenize=False`` use :class:`DecodingValidator` alone.
     """
 
-    def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16):
+    def __init__(self, model: BPEModel, automaton: CanonicalAutomaton, pretokenize: bool = True, block_tokens: int = 1 << 16,
+                 engine: str | None = None):
         super().__init__(model, automaton, pretokenize, block_tokens)
         supported = model.is_byte_level and pretokenize and model.pattern is not None and preset_name(model.pattern) in RULES
         self.chunks = token_chunks_for(model, automaton) if supported else None
+        self.engine = native.choose(engine)
+        # the compiled core walks the rows and tests the pairs (src/core/validate.h); the pure twins are
+        # TokenChunks.walk and _bad_pairs
+        self.pairs = pair_checker_for(automaton) if self.chunks is not None and self.engine == "compiled" else None
         self.longest_history = 0  # the most ids held for a restart (bounded: a block plus a little)
 
     @cached_property
@@ -354,14 +363,21 @@ class Validator(_StreamChecker):
         offset, last = 0, None  # stream index of the block; the token before it
         history: list[int] = []  # the ids from stream index `base` on, where `base` is a restart point
         base, before, scanned = 0, None, 0  # `before`: the token before history[0]; no restart point in history[:scanned]
+        compiled = self.pairs is not None
         for block in blocks:
             if not block:
                 continue
-            if max(block) >= size or (not nonnegative and min(block) < 0):
+            if compiled:
+                block = block if type(block) is list else list(block)  # noqa: E721 (the core takes lists)
+            elif max(block) >= size or (not nonnegative and min(block) < 0):
                 self.decoding._check_known(block, offset)  # raises the error naming the bad id
             history.extend(block)
             self.longest_history = max(self.longest_history, len(history))
-            row, failure = self._walk_block(block, row, last)
+            try:
+                row, failure = self._walk_block(block, row, last)
+            except IndexError:  # the core met an id outside the vocabulary
+                self.decoding._check_known(block, offset)  # raises the error naming it
+                raise
             if failure is not None:
                 return self._restart(history, base, before, offset + failure, blocks)
             offset += len(block)
@@ -385,19 +401,21 @@ class Validator(_StreamChecker):
     def _walk_block(self, block: list[int], row, last: int | None) -> tuple[object, int | None]:
         """Walk one block from ``row``; returns (the row after it, None) or (None, index of a failure)."""
         chunks = self.chunks
-        flag, state = chunks.flag_index, chunks.state_index
-        seq = chunks.walk(block, row)
+        flag = chunks.flag_index
+        pairs = self.pairs
+        seq = chunks.walk(block, row) if pairs is None else chunks.walk_compiled(block, row)
         stop = chunks.first_stop(seq)
         end = len(block) if stop is None else stop - 1  # the walk fails at block[end]
-        for bad in self._bad_pairs(block, seq, end, last):
+        bad_gaps = self._bad_pairs(block, seq, end, last) if pairs is None else pairs.bad_gaps(block, seq, flag, end, last)
+        for bad in bad_gaps:
             if not seq[bad + 1][flag]:
                 continue  # an earlier correction showed this gap is a chunk boundary
             # The walk kept both readings of this gap (boundary or not); the pair rules out "not".
-            corrected = chunks.step(seq[bad][state], block[bad], boundary_only=True)
+            corrected = chunks.boundary_row(seq[bad], block[bad])
             if corrected is None:
                 return None, bad
             # walk on from the corrected row until it meets the first walk again (it does within a few tokens)
-            row = seq[bad + 1] = chunks.row(corrected)
+            row = seq[bad + 1] = corrected
             for k in range(bad + 1, end):
                 row = chunks.advance(row, block[k])
                 if row is seq[k + 1]:
@@ -445,6 +463,7 @@ class Validator(_StreamChecker):
 
 
 _TOKEN_CHUNKS: "weakref.WeakKeyDictionary[CanonicalAutomaton, tuple[BPEModel, TokenChunks]]" = weakref.WeakKeyDictionary()
+_PAIR_CHECKERS: "weakref.WeakKeyDictionary[CanonicalAutomaton, object]" = weakref.WeakKeyDictionary()
 
 
 def token_chunks_for(model: BPEModel, automaton: CanonicalAutomaton) -> TokenChunks:
@@ -454,6 +473,15 @@ def token_chunks_for(model: BPEModel, automaton: CanonicalAutomaton) -> TokenChu
     if cached is None or cached[0] is not model:
         cached = _TOKEN_CHUNKS[automaton] = (model, TokenChunks(model, automaton.reachable, preset_name(model.pattern)))
     return cached[1]
+
+
+def pair_checker_for(automaton: CanonicalAutomaton):
+    """The compiled core's pair test over an automaton's merge forest, shared by its validators (the set
+    of pairs known canonical it keeps is a fact about the forest, and bounded)."""
+    checker = _PAIR_CHECKERS.get(automaton)
+    if checker is None:
+        checker = _PAIR_CHECKERS[automaton] = native.pair_checker(automaton.forest)
+    return checker
 
 
 # Ids are below 2**32 (10 digits); more than this many digits is refused before int() sees it
@@ -505,7 +533,12 @@ def _parse_plain_ids(data: bytes) -> list[int] | None:
     """The ids of text made of ids of at most MAX_ID_DIGITS digits between whitespace, or None for anything
     else (then :func:`parse_words` says what is wrong).  A C-level parser reads the integers: numpy's
     text reader where numpy is loaded (1.3x faster again on large blocks), else the JSON parser
-    with separators turned into commas (about twice as fast as ``map(int, data.split())``)."""
+    with separators turned into commas (about twice as fast as ``map(int, data.split())``); before
+    them the compiled core's parser where it is built."""
+    if native.core is not None:  # the compiled core's parser (src/core/validate.h): None sends us on
+        ids = native.core.parse_ids(data)
+        if ids is not None:
+            return ids
     if data.translate(None, _NOT_ID_TEXT):
         return None
     digits = data.translate(_DIGIT_TO_D)

@@ -34,6 +34,8 @@
 
 enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 
+#include "validate.h"
+
 typedef struct {
     uint32_t *ids;
     size_t length, capacity;
@@ -635,6 +637,8 @@ static PyMethodDef module_methods[] = {
     {"recover_merges", recover_merges, METH_VARARGS,
      "recover_merges(byte_ids, tokens, ids) -> packed (left, right, result) merges implied by tokens in rank order."},
     {"class_table", class_table, METH_NOARGS, "class_table() -> the class bits of every code point (for tests)."},
+    {"walk_rows", walk_rows, METH_VARARGS, "walk_rows(classes, ids, start, row) -> the rows a token walk reaches (validate)."},
+    {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -643,17 +647,20 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&EncoderType) < 0) return NULL;
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&EncoderType);
+    Py_INCREF(&PairCheckerType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
+        PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_GPT2", PATTERN_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_CL100K", PATTERN_CL100K) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_O200K", PATTERN_O200K) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_NONE", PATTERN_NONE) < 0) {
         Py_DECREF(&EncoderType);
+        Py_DECREF(&PairCheckerType);
         Py_DECREF(m);
         return NULL;
     }
