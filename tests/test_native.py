@@ -404,3 +404,95 @@ def test_validate_loops_check_their_arguments() -> None:
         core.walk_rows(classes, [0], 5, row)
     with pytest.raises(TypeError):
         core.parse_ids("text")
+
+
+# -- loading a .bpefst tokenizer (src/core/vocab.h) ---------------------------------------------------
+
+def body_tables(model) -> dict:
+    from bpefst.tokenizer.formats import native as artifact_format
+
+    return artifact_format.to_body(model)
+
+
+def python_verdict(body: dict):
+    """The pure twin: the model the body describes, checked by BPEModel (None where it is refused)."""
+    from bpefst.errors import BpefstError
+    from bpefst.tokenizer import BPEModel
+    from bpefst.tokenizer.formats import native as artifact_format
+
+    try:
+        model = artifact_format.from_body(body, "t", trusted=True)
+        return BPEModel(**{f: getattr(model, f) for f in ("level", "vocab", "merges", "specials", "pattern")})
+    except BpefstError:
+        return None
+
+
+def mutations(body: dict, rng: random.Random):
+    """Bodies that lie in the ways the loader's checks are for."""
+    ids, offsets = array("I", body["ids"]), array("I", body["offsets"])
+    merges = array("I", body["merges"])
+    n, m = len(ids), len(merges) // 2
+    swapped = array("I", merges)
+    i, j = sorted(rng.sample(range(m), 2))
+    swapped[2 * i : 2 * i + 2], swapped[2 * j : 2 * j + 2] = merges[2 * j : 2 * j + 2], merges[2 * i : 2 * i + 2]
+    yield dict(body, merges=swapped.tobytes())  # rank order changed: often improper
+    yield dict(body, merges=(merges + merges[:2]).tobytes())  # a merge listed twice
+    yield dict(body, merges=(merges + array("I", [ids[0], ids[0]])).tobytes())  # a concatenation that is no token
+    yield dict(body, merges=(merges + array("I", [max(ids) + 7, ids[0]])).tobytes())  # an unknown id
+    twin = array("I", ids)
+    twin[rng.randrange(n)] = ids[rng.randrange(n)]
+    yield dict(body, ids=twin.tobytes())  # an id listed twice
+    tokens = bytearray(body["tokens"])
+    k = rng.randrange(len(tokens))
+    tokens[k] = rng.randrange(256)
+    yield dict(body, tokens=bytes(tokens))  # a byte changed: a token may now equal another, or no merge spells it
+    sparse = array("I", ids)
+    sparse[-1] = 1 << 30
+    yield dict(body, ids=sparse.tobytes())
+    empty = array("I", offsets)
+    empty[1] = 0
+    yield dict(body, offsets=empty.tobytes())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_checked_merge_results_agree_with_the_model_checks(seed: int) -> None:
+    """On proper random models the core finds the model's merge results; on tables that lie it declines
+    (None) wherever BPEModel refuses, and where it accepts, BPEModel accepts with the same results."""
+    rng = random.Random(seed)
+    model = random_byte_model(seed, b"abc d", num_merges=40)
+    body = body_tables(model)
+    assert list(array("I", core.checked_merge_results(body["ids"], body["offsets"], body["tokens"], body["merges"]))) == model.merge_results
+    for lying in mutations(body, rng):
+        try:
+            results = core.checked_merge_results(lying["ids"], lying["offsets"], lying["tokens"], lying["merges"])
+        except ValueError:
+            continue
+        expected = python_verdict(lying)
+        if results is not None:
+            assert expected is not None and list(array("I", results)) == expected.merge_results
+
+
+def test_loading_an_artifact_is_the_same_on_both_paths(tmp_path) -> None:
+    """The real o200k vocabulary through the core's checks and through BPEModel's: the same model."""
+    from bpefst.tokenizer import BPEModel, load_tokenizer
+    from bpefst.tokenizer.formats import native as artifact_format
+
+    model = load_tokenizer(str(real_tokenizers()["o200k_base"]))
+    path = tmp_path / "o200k.bpefst"
+    artifact_format.write(model, path)
+    loaded = load_tokenizer(str(path))
+    assert loaded.vocab == model.vocab and loaded.merges == model.merges and loaded.merge_results == model.merge_results
+    assert loaded.fingerprint == model.fingerprint
+    checked = BPEModel(**{f: getattr(loaded, f) for f in ("level", "vocab", "merges", "specials", "pattern")})
+    assert checked.merge_results == loaded.merge_results
+
+
+def test_split_tokens_checks_the_offsets() -> None:
+    assert core.split_tokens(b"abcd", packed(0, 1, 1, 4)) == [b"a", b"", b"bcd"]
+    for offsets in (packed(1, 4), packed(0, 3), packed(0, 3, 2, 4), b"\x00\x00", packed(0, 5)):
+        with pytest.raises(ValueError):
+            core.split_tokens(b"abcd", offsets)
+    with pytest.raises(TypeError):
+        core.split_tokens("abcd", packed(0, 4))
+    assert core.checked_merge_results(b"", packed(0), b"", b"") == b""  # no tokens, no merges
+    assert core.checked_merge_results(packed(0), packed(0, 1), b"a", b"\x00" * 7) is None  # ragged merges

@@ -29,8 +29,8 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import repeat
-from operator import add, itemgetter, sub
+from itertools import islice, repeat
+from operator import add, itemgetter, lt, sub
 from typing import Union
 
 import msgpack
@@ -87,11 +87,26 @@ class BPEModel:
             raise TypeError(f"unknown BPEModel fields: {', '.join(fields)}")
         return model
 
+    @classmethod
+    def with_checked_tables(cls, merge_results: list[int], **fields) -> "BPEModel":
+        """A byte-level model whose vocabulary and merges were checked in bulk elsewhere (the compiled
+        core's loader: ids and tokens unique and non-empty, every merge's concatenation a token, the list
+        proper), with ``merge_results`` found there; the remaining checks (fields, special tokens) run
+        here, and where one fails the full :meth:`validate` names the problem."""
+        model = cls.unchecked(**fields)
+        if model.level != "byte" or model.continuing_subword_prefix or len(merge_results) != len(model.merges):
+            return cls(**fields)
+        model._check_fields()
+        if not model._specials_look_valid():
+            return cls(**fields)
+        model.__dict__["merge_results"] = merge_results
+        return model
+
     # -- structure -----------------------------------------------------------------
 
     @cached_property
     def token_to_id(self) -> dict[Token, int]:
-        return {token: i for i, token in self.vocab.items()}
+        return dict(zip(self.vocab.values(), self.vocab.keys()))
 
     @cached_property
     def merge_results(self) -> list[int]:
@@ -221,11 +236,8 @@ class BPEModel:
             return False
         if len(self.token_to_id) != len(self.vocab):
             return False
-        for text, sid in self.specials.items():
-            if not text or type(sid) is not int or not 0 <= sid <= MAX_ID:
-                return False
-            if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
-                return False
+        if not self._specials_look_valid():
+            return False
         merges = self.merges
         try:
             if len(set(merges)) != len(merges):
@@ -246,6 +258,14 @@ class BPEModel:
         right_ranks = map(built_rank.get, map(_RIGHT, merges), repeat(never))
         # merge k is proper iff both sides were built before it: max(rank(left), rank(right)) - k < 0 for every k
         return max(map(sub, map(max, left_ranks, right_ranks), range(never)), default=-1) < 0
+
+    def _specials_look_valid(self) -> bool:
+        for text, sid in self.specials.items():
+            if not text or type(sid) is not int or not 0 <= sid <= MAX_ID:
+                return False
+            if sid in self.vocab and self.token_bytes(sid) != text.encode("utf-8"):
+                return False
+        return True
 
     def _validate_entries(self) -> None:
         if self.level not in LEVELS:
@@ -308,7 +328,7 @@ class BPEModel:
         """SHA-256 over everything that decides how text is tokenized."""
         canonical = [
             self.level,
-            sorted(self.vocab.items()),
+            _sorted_items(self.vocab),
             self.merges,  # msgpack writes a tuple as the array a list would be: the same bytes
             sorted(self.specials.items()),
             self.pattern,
@@ -337,6 +357,15 @@ class BPEModel:
             "unk_token": self.unk_token,
             "fingerprint": self.fingerprint,
         }
+
+
+def _sorted_items(mapping: dict) -> list:
+    """``sorted(mapping.items())``, without the sort when the keys already ascend (as every reader and
+    the ``.bpefst`` artifact build the vocabulary)."""
+    keys = list(mapping)
+    if all(map(lt, keys, islice(keys, 1, None))):
+        return list(mapping.items())
+    return sorted(mapping.items())
 
 
 def _show(token: Token) -> str:

@@ -555,6 +555,8 @@ static PyTypeObject EncoderType = {
     .tp_methods = Encoder_methods,
 };
 
+#include "vocab.h"
+
 static PyObject *class_table(PyObject *module, PyObject *unused) {
     PyObject *table = PyBytes_FromStringAndSize(NULL, 0x110000);
     if (!table) return NULL;
@@ -638,6 +640,9 @@ static PyMethodDef module_methods[] = {
      "recover_merges(byte_ids, tokens, ids) -> packed (left, right, result) merges implied by tokens in rank order."},
     {"class_table", class_table, METH_NOARGS, "class_table() -> the class bits of every code point (for tests)."},
     {"walk_rows", walk_rows, METH_VARARGS, "walk_rows(classes, ids, start, row) -> the rows a token walk reaches (validate)."},
+    {"split_tokens", split_tokens, METH_VARARGS, "split_tokens(blob, offsets) -> the tokens of a packed vocabulary."},
+    {"checked_merge_results", checked_merge_results, METH_VARARGS,
+     "checked_merge_results(ids, offsets, blob, merges) -> packed merge results of a proper byte-level model, or None."},
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
     {NULL, NULL, 0, NULL},
 };

@@ -3,12 +3,15 @@
 The body stores the vocabulary as one blob of token bytes with packed uint32
 ids and offsets, and the merges as packed uint32 pairs, so a 200k-token
 tokenizer loads in milliseconds.  Loading re-validates the model, so a
-tampered artifact cannot produce an improper tokenizer.
+tampered artifact cannot produce an improper tokenizer; for byte-level models
+the compiled core runs those checks over the packed tables (``src/core/vocab.h``)
+where it is built, and :class:`BPEModel`'s own checks are the pure twin.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import msgpack
 
@@ -77,10 +80,10 @@ def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
         flat = unpack_ints(body["merges"])
         if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(blob) or len(flat) % 2:
             raise ArtifactError(f"{name}: corrupted tokenizer artifact (inconsistent tables)")
-        tokens = [blob[offsets[k] : offsets[k + 1]] for k in range(len(ids))]
+        tokens = _split_tokens(blob, body["offsets"], offsets)
         if level == "char":
             tokens = [t.decode("utf-8") for t in tokens]
-        model = (BPEModel.unchecked if trusted else BPEModel)(
+        fields = dict(
             level=level,
             vocab=dict(zip(ids, tokens)),
             merges=list(zip(flat[0::2], flat[1::2])),
@@ -92,6 +95,13 @@ def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
             fuse_unk=body["fuse_unk"],
             ignore_merges=body["ignore_merges"],
         )
+        results = None if trusted or level != "byte" or fields["continuing_subword_prefix"] else _checked_results(body)
+        if trusted:
+            model = BPEModel.unchecked(**fields)
+        elif results is not None:
+            model = BPEModel.with_checked_tables(results, **fields)
+        else:
+            model = BPEModel(**fields)
     except BpefstError as exc:  # the model's own checks do not know the file name
         if str(exc).startswith(name):
             raise
@@ -99,6 +109,27 @@ def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
     except (KeyError, TypeError, ValueError, AttributeError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{name}: corrupted tokenizer artifact ({type(exc).__name__}: {exc})") from None
     return model
+
+
+def _split_tokens(blob: bytes, packed_offsets: bytes, offsets) -> list[bytes]:
+    """The blob cut at the offsets (checked consistent by the caller): in the compiled core where it is built."""
+    from ... import native
+
+    if native.core is not None and sys.byteorder == "little":
+        return native.core.split_tokens(blob, packed_offsets)
+    return [blob[offsets[k] : offsets[k + 1]] for k in range(len(offsets) - 1)]
+
+
+def _checked_results(body: dict) -> list[int] | None:
+    """The merge results of a byte-level body whose tables the compiled core found proper (ids and
+    tokens unique, every merge's concatenation a token, each side built before it), else None: then
+    :class:`BPEModel` checks in Python and names what is wrong."""
+    from ... import native
+
+    if native.core is None or sys.byteorder != "little":
+        return None
+    results = native.core.checked_merge_results(body["ids"], body["offsets"], body["tokens"], body["merges"])
+    return None if results is None else unpack_ints(results).tolist()
 
 
 def write(model: BPEModel, path: str | os.PathLike) -> None:
