@@ -496,3 +496,17 @@ def test_split_tokens_checks_the_offsets() -> None:
         core.split_tokens("abcd", packed(0, 4))
     assert core.checked_merge_results(b"", packed(0), b"", b"") == b""  # no tokens, no merges
     assert core.checked_merge_results(packed(0), packed(0, 1), b"a", b"\x00" * 7) is None  # ragged merges
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.integers(0, 2**63 - 1), max_size=40))
+def test_format_ids_is_the_join_and_parse_ids_reads_it_back(ids: list[int]) -> None:
+    text = core.format_ids(ids)
+    assert text == " ".join(map(str, ids)).encode()
+    assert core.parse_ids(text) == (ids if all(i < 10**18 for i in ids) else None)
+
+
+def test_format_ids_checks_its_argument() -> None:
+    for bad, error in (([-1], ValueError), (["7"], ValueError), ([2**64], OverflowError), ((1, 2), TypeError)):
+        with pytest.raises(error):
+            core.format_ids(bad)

@@ -35,6 +35,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator
 
 import msgpack
 
+from .. import native
 from ..errors import BpefstError
 from .encoder import Tokenizer
 from .forking import fork_available
@@ -117,6 +118,8 @@ def format_ids(tokenizer: Tokenizer, ids, fmt: str) -> bytes:
     if not len(ids):
         return b""
     if fmt == "ids":
+        if native.core is not None and type(ids) is list:  # noqa: E721 (the core's writer takes lists)
+            return native.core.format_ids(ids)
         return " ".join(map(str, ids)).encode("ascii")
     if fmt == "msgpack":
         return msgpack.packb(list(ids))

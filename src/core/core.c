@@ -643,6 +643,7 @@ static PyMethodDef module_methods[] = {
     {"split_tokens", split_tokens, METH_VARARGS, "split_tokens(blob, offsets) -> the tokens of a packed vocabulary."},
     {"checked_merge_results", checked_merge_results, METH_VARARGS,
      "checked_merge_results(ids, offsets, blob, merges) -> packed merge results of a proper byte-level model, or None."},
+    {"format_ids", format_ids, METH_O, "format_ids(ids) -> the ids as decimal text, one space between."},
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
     {NULL, NULL, 0, NULL},
 };

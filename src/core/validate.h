@@ -15,7 +15,7 @@
  *                  with a bounded set of pairs already known canonical;
  *   parse_ids      whitespace-separated decimal ids (what `bpefst tokenize`
  *                  writes) into a list, or None for anything else (Python then
- *                  names the bad word).
+ *                  names the bad word); format_ids writes them.
  */
 #ifndef BPEFST_VALIDATE_H
 #define BPEFST_VALIDATE_H
@@ -334,6 +334,38 @@ static PyObject *parse_ids(PyObject *module, PyObject *data) {
         Py_DECREF(id);
     }
     return ids;
+}
+
+/* format_ids(ids) -> b"id id id" (decimal, one space between; `bpefst tokenize --format ids`), the
+ * inverse of parse_ids; ids are non-negative ints below 2**63. */
+static PyObject *format_ids(PyObject *module, PyObject *ids) {
+    if (!PyList_Check(ids)) {
+        PyErr_SetString(PyExc_TypeError, "format_ids() takes a list of ints");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(ids);
+    if (count == 0) return PyBytes_FromStringAndSize(NULL, 0);
+    if ((size_t)count > PY_SSIZE_T_MAX / 21) return PyErr_NoMemory();
+    char *text = PyMem_Malloc((size_t)count * 20); /* 19 digits and a space each */
+    if (!text) return PyErr_NoMemory();
+    char *at = text;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *item = PyList_GET_ITEM(ids, k);
+        long long value = PyLong_Check(item) ? PyLong_AsLongLong(item) : -1;
+        if (value < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "format_ids() takes non-negative ints");
+            PyMem_Free(text);
+            return NULL;
+        }
+        char digits[20];
+        int length = 0;
+        do digits[length++] = (char)('0' + value % 10); while ((value /= 10) > 0);
+        while (length) *at++ = digits[--length];
+        *at++ = ' ';
+    }
+    PyObject *result = PyBytes_FromStringAndSize(text, at - text - 1);
+    PyMem_Free(text);
+    return result;
 }
 
 #endif
