@@ -510,3 +510,14 @@ def test_format_ids_checks_its_argument() -> None:
     for bad, error in (([-1], ValueError), (["7"], ValueError), ([2**64], OverflowError), ((1, 2), TypeError)):
         with pytest.raises(error):
             core.format_ids(bad)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=20))
+def test_has_surrogates_equals_the_regex_search(text: str) -> None:
+    from bpefst.tokenizer import surrogates
+
+    for candidate in (text, text + "\ud800", "\udfff" + text, text + "\U0001F600", "é" + text):
+        assert core.has_surrogates(candidate) == surrogates._search_with_regex(candidate)
+    with pytest.raises(TypeError):
+        core.has_surrogates(b"bytes")

@@ -390,12 +390,12 @@ class Tokenizer(TiktokenMethods):
 
     def _encode_policy(self, text: str, allowed: frozenset, disallowed: frozenset, offset: int = 0,
                        out: list[int] | None = None) -> list[int]:
-        if out is None:
-            out = []
         check_disallowed(text, disallowed, offset)
         matcher = specials_regex(allowed)
         if matcher is None:
-            return self.encode_plain(text, out)
+            return self.encode_plain(text, out)  # with out=None the core's list itself, not a copy
+        if out is None:
+            out = []
         pending = 0
         specials = self.model.specials
         for match in matcher.finditer(text):

@@ -557,6 +557,27 @@ static PyTypeObject EncoderType = {
 
 #include "vocab.h"
 
+/* has_surrogates(text) -> does the str hold a code point U+D800..U+DFFF?  A 1-byte (Latin-1) string
+ * cannot; wider ones are scanned (the pure twin is bpefst/tokenizer/surrogates.py's regex search). */
+static PyObject *has_surrogates(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "has_surrogates() takes a str");
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int found = 0;
+    if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *units = data;
+        for (Py_ssize_t k = 0; k < length && !found; k++) found = (units[k] & 0xF800) == 0xD800;
+    } else if (kind == PyUnicode_4BYTE_KIND) {
+        const Py_UCS4 *units = data;
+        for (Py_ssize_t k = 0; k < length && !found; k++) found = (units[k] & 0xFFFFF800u) == 0xD800;
+    }
+    return PyBool_FromLong(found);
+}
+
 static PyObject *class_table(PyObject *module, PyObject *unused) {
     PyObject *table = PyBytes_FromStringAndSize(NULL, 0x110000);
     if (!table) return NULL;
@@ -643,6 +664,7 @@ static PyMethodDef module_methods[] = {
     {"split_tokens", split_tokens, METH_VARARGS, "split_tokens(blob, offsets) -> the tokens of a packed vocabulary."},
     {"checked_merge_results", checked_merge_results, METH_VARARGS,
      "checked_merge_results(ids, offsets, blob, merges) -> packed merge results of a proper byte-level model, or None."},
+    {"has_surrogates", has_surrogates, METH_O, "has_surrogates(text) -> does text hold a surrogate code point?"},
     {"format_ids", format_ids, METH_O, "format_ids(ids) -> the ids as decimal text, one space between."},
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
     {NULL, NULL, 0, NULL},
