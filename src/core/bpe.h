@@ -20,11 +20,16 @@
 
 #define NO_RANK UINT32_MAX
 
-/* Open addressing: (left << 32 | right) -> (rank, result). */
+/* Open addressing: (left << 32 | right) -> (rank, result), the three in one 16-byte slot so a probe
+ * touches one cache line (the table of a 200k-token vocabulary is 8 MB: most probes miss the cache). */
 typedef struct {
-    uint64_t *keys; /* EMPTY_KEY where free */
-    uint32_t *ranks;
-    uint32_t *results;
+    uint64_t key; /* EMPTY_KEY where free */
+    uint32_t rank;
+    uint32_t result;
+} PairSlot;
+
+typedef struct {
+    PairSlot *slots;
     uint64_t mask;
     int shift;
     uint32_t count;      /* merges added */
@@ -41,9 +46,7 @@ static inline uint64_t pair_slot(const PairTable *table, uint64_t key) {
 }
 
 static void pair_table_free(PairTable *table) {
-    free(table->keys);
-    free(table->ranks);
-    free(table->results);
+    free(table->slots);
     memset(table, 0, sizeof *table);
 }
 
@@ -52,14 +55,9 @@ static int pair_table_init(PairTable *table, size_t count) {
     int bits = 4;
     while (((size_t)1 << bits) < 2 * count + 2) bits++;
     size_t size = (size_t)1 << bits;
-    table->keys = malloc(size * sizeof(uint64_t));
-    table->ranks = malloc(size * sizeof(uint32_t));
-    table->results = malloc(size * sizeof(uint32_t));
-    if (!table->keys || !table->ranks || !table->results) {
-        pair_table_free(table);
-        return -1;
-    }
-    memset(table->keys, 0xFF, size * sizeof(uint64_t));
+    table->slots = malloc(size * sizeof(PairSlot));
+    if (!table->slots) return -1;
+    for (size_t k = 0; k < size; k++) table->slots[k].key = EMPTY_KEY;
     table->mask = size - 1;
     table->shift = 64 - bits;
     return 0;
@@ -68,13 +66,11 @@ static int pair_table_init(PairTable *table, size_t count) {
 /* Adds a merge; a pair already present keeps its first (lowest) rank, as in the reference encoder. */
 static void pair_table_add(PairTable *table, uint32_t left, uint32_t right, uint32_t rank, uint32_t result) {
     uint64_t key = pair_key(left, right), slot = pair_slot(table, key);
-    while (table->keys[slot] != EMPTY_KEY) {
-        if (table->keys[slot] == key) return;
+    while (table->slots[slot].key != EMPTY_KEY) {
+        if (table->slots[slot].key == key) return;
         slot = (slot + 1) & table->mask;
     }
-    table->keys[slot] = key;
-    table->ranks[slot] = rank;
-    table->results[slot] = result;
+    table->slots[slot] = (PairSlot){key, rank, result};
     table->count++;
     if (rank >= table->rank_limit) table->rank_limit = rank + 1;
 }
@@ -83,12 +79,12 @@ static void pair_table_add(PairTable *table, uint32_t left, uint32_t right, uint
 static inline uint32_t pair_rank(const PairTable *table, uint32_t left, uint32_t right, uint32_t *result) {
     uint64_t key = pair_key(left, right), slot = pair_slot(table, key);
     for (;;) {
-        uint64_t found = table->keys[slot];
-        if (found == key) {
-            *result = table->results[slot];
-            return table->ranks[slot];
+        const PairSlot *found = &table->slots[slot];
+        if (found->key == key) {
+            *result = found->result;
+            return found->rank;
         }
-        if (found == EMPTY_KEY) return NO_RANK;
+        if (found->key == EMPTY_KEY) return NO_RANK;
         slot = (slot + 1) & table->mask;
     }
 }

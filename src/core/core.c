@@ -416,7 +416,7 @@ static int Encoder_init(Encoder *e, PyObject *args, PyObject *kwargs) {
     unsigned long max_id;
     int pattern;
     Py_ssize_t cache_slots = 1 << 16;
-    if (e->ints || e->pairs.keys || e->lock) {
+    if (e->ints || e->pairs.slots || e->lock) {
         PyErr_SetString(PyExc_RuntimeError, "Encoder is already initialised");
         return -1;
     }

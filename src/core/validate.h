@@ -58,11 +58,8 @@ static void good_add(PairChecker *c, uint64_t key) {
 }
 
 static uint32_t merge_rank(const PairTable *table, uint32_t left, uint32_t right) {
-    uint64_t key = pair_key(left, right);
-    for (uint64_t slot = pair_slot(table, key);; slot = (slot + 1) & table->mask) {
-        if (table->keys[slot] == key) return table->ranks[slot];
-        if (table->keys[slot] == EMPTY_KEY) return NO_RANK;
-    }
+    uint32_t unused;
+    return pair_rank(table, left, right, &unused);
 }
 
 /* compatible_before(forest, u, v) with no limit: walk back in time from the pair (u, v), undoing the
