@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpefst
+from bpefst import native
 from bpefst.errors import BpefstError
 from bpefst.tokenizer import PRESETS, load_tokenizer
 from bpefst.tokenizer.formats import gguf
@@ -359,6 +360,7 @@ def test_gguf_and_hf_files_read_missing_bytes_their_own_way(readings) -> None:
     assert from_gguf.model.missing_bytes == "split" and from_json.model.missing_bytes == "drop"
     assert from_gguf.model.barrier_bytes == frozenset(REMOVED) and not from_json.model.barrier_bytes
     assert from_gguf.model.fingerprint != from_json.model.fingerprint
+    assert from_gguf.engine == native.engine()  # the compiled core takes such a model (never seeing those bytes)
     a, b = (from_gguf.model.vocab[i].decode() for i in from_gguf.model.merges[0])  # two bytes that merge
     for text in (a + b, a + "x" + b, a + "\x16" + b, a + "\U00040000" + b, "x" * 3, a + "\x16\x16" + b + "x"):
         data = text.encode()
@@ -401,3 +403,34 @@ def test_the_reading_travels_with_the_model(tmp_path) -> None:
     assert full.missing_bytes == "drop"  # all 256 bytes: the readings agree, and so does the fingerprint
     shown = cli("info", str(tmp_path / "r.gguf"))
     assert "missing_bytes:" in shown.stdout and "4 bytes without a token cut their chunk" in shown.stdout
+
+
+ANY_BYTE_TEXT = st.text(st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from([chr(0xDC00 + b) for b in range(0x80, 0x100)])))
+
+
+EDGE_BYTES = [0x00, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
+
+
+@settings(max_examples=400, deadline=None)
+@given(ANY_BYTE_TEXT, st.frozensets(st.one_of(st.integers(0, 255), st.sampled_from(EDGE_BYTES)), max_size=4), st.data())
+def test_barrier_search_and_cuts_equal_a_byte_by_byte_scan(text: str, others: frozenset, data) -> None:
+    """The code point ranges searched for stand for exactly the texts whose bytes hold a barrier (raw bytes as
+    lone surrogates included; a barrier continuation byte is searched for as a byte); the pieces are the bytes
+    between barriers.  Oracle: a scan of the bytes.  Some barriers are drawn from the text's own bytes."""
+    from bpefst.tokenizer.byte_barriers import ByteBarriers
+
+    encoded = text.encode("utf-8", errors="surrogateescape")
+    barriers = others | (data.draw(st.frozensets(st.sampled_from(sorted(set(encoded))), max_size=3)) if encoded else frozenset())
+    finder = ByteBarriers(barriers)
+    if not (0xED in barriers and any("\udc80" <= c <= "\udcff" for c in text)):  # ED also flags raw bytes: a false alarm
+        assert finder.in_text(text) == any(b in barriers for b in encoded)
+    data = encoded
+    pieces, piece = [], bytearray()
+    for b in data:
+        if b in barriers:
+            pieces.append(bytes(piece))
+            piece.clear()
+        else:
+            piece.append(b)
+    pieces.append(bytes(piece))
+    assert [p.encode("utf-8", errors="surrogateescape") for p in finder.pieces(text)] == [p for p in pieces if p]
