@@ -30,9 +30,10 @@ merge, where HF's BPE drops it first and lets them merge.  The model we return
 says so (``missing_bytes="split"``, only when some byte is missing: with all
 256 the two readings are the same and the model's fingerprint is that of the
 same tokenizer read from any other format), and every bpefst encoder then cuts
-the chunk at such a byte (:mod:`..byte_barriers`).  Ids never hold such a byte,
-so what is canonical is unchanged: the canonical automaton, validation and
-promotion are those of the same merges read from HF.
+the chunk at such a byte (:mod:`..byte_barriers`).  Canonical ids never hold
+such a byte (no merge can build a token that holds one), so what is canonical
+is unchanged: the canonical automaton, validation and promotion are those of
+the same merges read from HF.
 """
 
 from __future__ import annotations
