@@ -85,9 +85,16 @@ def preset_number(pattern: str | None) -> int | None:
 
 
 def supports(model: "BPEModel") -> bool:
-    """Whether the core can encode with ``model``: byte-level BPE with every byte a token, plain merges."""
-    return (core is not None and model.is_byte_level and not model.ignore_merges and model.max_id <= CORE_MAX_ID
-            and all(bytes([b]) in model.token_to_id for b in range(256)))
+    """Whether the core can encode with ``model``: byte-level BPE with every byte a token, plain merges.
+
+    A model that cuts its chunks at the bytes it lacks (``missing_bytes="split"``,
+    from GGUF) qualifies too: the core never sees those bytes, because the
+    tokenizer cuts them out of a chunk before the core's BPE and keeps texts
+    that hold one from the core's own scan (``Tokenizer._barriers``).
+    """
+    return (core is not None and model.is_byte_level and not model.ignore_merges
+            and model.max_id + bool(model.barrier_bytes) <= CORE_MAX_ID  # a barrier byte takes the id after the last
+            and all(bytes([b]) in model.token_to_id or b in model.barrier_bytes for b in range(256)))
 
 
 def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
@@ -99,7 +106,10 @@ def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
     at most :data:`CACHE_SLOTS`.
     """
     token_to_id = model.token_to_id
-    byte_ids = array("I", (token_to_id[bytes([b])] for b in range(256)))
+    # A barrier byte never reaches the core (see supports); should one leak, it would come out as an id
+    # beyond the vocabulary, which decoding refuses, never as some real token.
+    no_token = model.max_id + 1
+    byte_ids = array("I", (token_to_id.get(bytes([b]), no_token) for b in range(256)))
     merges = model.merges
     triples = array("I", bytes(12 * len(merges)))
     triples[0::3] = array("I", map(itemgetter(0), merges))
@@ -107,7 +117,7 @@ def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
     triples[2::3] = array("I", model.merge_results)
     number = preset_number(model.pattern)
     slots = 1 << max(0, min(CACHE_SLOTS, int(cache_size)).bit_length() - 1)  # a power of two, at most CACHE_SLOTS
-    return core.Encoder(byte_ids.tobytes(), triples.tobytes(), model.max_id,
+    return core.Encoder(byte_ids.tobytes(), triples.tobytes(), no_token if model.barrier_bytes else model.max_id,
                         core.PATTERN_NONE if number is None else number, slots)
 
 

@@ -23,6 +23,12 @@ chunk, concatenate), with the parts that matter for speed and for worst cases:
   as they are decided, cutting the text only where pre-tokenization is known
   not to depend on what follows (:func:`safe_cut`).
 
+A model that cuts its chunks at the bytes it has no token for (from GGUF:
+llama.cpp's reading, :mod:`bpefst.tokenizer.byte_barriers`) runs each piece
+between such bytes through the routes above; a text that holds one never
+goes to the compiled core's own scan, which does not know them (a regex
+search for the few characters concerned keeps the rest on the core).
+
 Exactness: every path gives the ids of :class:`~bpefst.tokenizer.ReferenceEncoder`.
 Models in which one token is produced by two different merges fall outside the
 theory of the transducer (the merge forest assumes one producer per token); for
@@ -44,6 +50,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 from .. import native
 from ..errors import ArgumentTypeError, BpefstError, InvalidUTF8Error, TokenIdRangeError, UnknownTokenError
 from ..tokenizer import BPEModel, ReferenceEncoder
+from ..tokenizer.byte_barriers import ByteBarriers
 from ..tokenizer.packed_bpe import bpe_packed
 from ..tokenizer.pretokenize import check_disallowed, specials_regex
 from ..tokenizer.safe_cuts import cut_rule_for, safe_cut
@@ -151,6 +158,15 @@ class Tokenizer(TiktokenMethods):
     def _native_scans(self) -> bool:
         """Whether the compiled core also pre-tokenizes (a preset pattern, or none), so whole texts go to it."""
         return self._native is not None and native.preset_number(self.model.pattern) is not None
+
+    @cached_property
+    def _barriers(self) -> ByteBarriers | None:
+        """The bytes that cut a chunk (a model read from GGUF that lacks some bytes), or None."""
+        return ByteBarriers(self.model.barrier_bytes) if self.model.barrier_bytes else None
+
+    def _core_takes(self, text: str) -> bool:
+        """Whether the compiled core may scan ``text`` itself: it does not know barrier bytes."""
+        return self._barriers is None or not self._barriers.in_text(text)
 
     @cached_property
     def reference(self) -> ReferenceEncoder:
@@ -267,6 +283,21 @@ class Tokenizer(TiktokenMethods):
         return self._cache[chunk]
 
     def _miss(self, chunk: str) -> Sequence[int]:
+        if self._barriers is not None and self._barriers.in_text(chunk):
+            ids = [token for piece in self._barriers.pieces(chunk) for token in self._bpe_chunk(piece)]
+        else:
+            ids = self._bpe_chunk(chunk)
+        if len(chunk) > UNCACHED_CHUNK:  # would rarely repeat; a copy to cache it costs a pass over megabytes
+            return ids
+        ids = tuple(map(self._interned.__getitem__, ids))
+        cache = self._cache
+        if len(cache) >= self.cache_size:
+            _forget_oldest_half(cache)
+        cache[chunk] = ids
+        return ids
+
+    def _bpe_chunk(self, chunk: str) -> Sequence[int]:
+        """BPE of one chunk (or piece between barrier bytes) by the fastest route this model allows."""
         if self._native is not None:
             ids = self._native.bpe_bytes(encode_text(chunk))
         elif self._byte_codes:
@@ -275,13 +306,6 @@ class Tokenizer(TiktokenMethods):
                 ids = self.transducer.transduce(encode_text(chunk).decode("latin-1"))
         else:
             ids = self._bpe_symbols(self.reference.spell(chunk))
-        if len(chunk) > UNCACHED_CHUNK:  # would rarely repeat; a copy to cache it costs a pass over megabytes
-            return ids
-        ids = tuple(map(self._interned.__getitem__, ids))
-        cache = self._cache
-        if len(cache) >= self.cache_size:
-            _forget_oldest_half(cache)
-        cache[chunk] = ids
         return ids
 
     def _bpe_symbols(self, symbols: list[int]) -> list[int]:
@@ -325,7 +349,7 @@ class Tokenizer(TiktokenMethods):
         strings, and every fresh 4 KB page costs a fault (after a fork for
         ``jobs``, a copy), which made ``jobs=2`` 10-25% slower.
         """
-        if self._native_scans:
+        if self._native_scans and self._core_takes(text):
             ids = self._native.encode(text)
             if ids is not None:  # None: a surrogate, or a chunk too long for the core (the pure path streams it)
                 if out is None:
@@ -483,9 +507,10 @@ class Tokenizer(TiktokenMethods):
         """Ordinary texts on ``threads`` threads of the compiled core (it releases the GIL)."""
         for text in texts:
             check_disallowed(text, disallowed, 0)
-        results = self._native.encode_batch(texts, max(1, threads))
+        takes = [self._core_takes(text) for text in texts]
+        results = self._native.encode_batch([text if take else "" for text, take in zip(texts, takes)], max(1, threads))
         for i, ids in enumerate(results):
-            if ids is None:  # declined (a surrogate, a very long chunk): the pure path
+            if ids is None or not takes[i]:  # declined (a surrogate, a very long chunk, a barrier): the pure path
                 results[i] = self.encode_plain(texts[i])
         return results
 

@@ -15,7 +15,9 @@ A BPE model (Sennrich et al. 2016; byte-level as in GPT-2) is
 * the **pre-tokenization pattern** (see :mod:`.pretokenize`);
 * format details that change how a chunk becomes base symbols: the
   end-of-word suffix, the continuing-subword prefix, the unknown token and
-  ``fuse_unk``, and HF's ``ignore_merges``.
+  ``fuse_unk``, HF's ``ignore_merges``, and what a byte without a token of its
+  own does (``missing_bytes``: ``"drop"``, HF's way, or ``"split"``, llama.cpp's;
+  see :mod:`.byte_barriers`).
 
 The model is *proper* (Berglund et al., 001 Sec. 2): each merge combines two
 tokens that are already built (base symbols or results of earlier merges) and
@@ -40,6 +42,9 @@ from .pretokenize import preset_name
 
 Token = Union[bytes, str]
 LEVELS = ("byte", "char")
+# What BPE does with a byte that has no single-byte token: "drop" it before merging (HF), or
+# "split" the chunk there, BPE each side alone, and leave it out (llama.cpp); see byte_barriers.py
+MISSING_BYTES = ("drop", "split")
 # Ids are stored as uint32 (artifacts, automata tables) and HF reads them as u32
 MAX_ID = 2**32 - 1
 _LEFT, _RIGHT = itemgetter(0), itemgetter(1)
@@ -62,6 +67,7 @@ class BPEModel:
     unk_token: str | None = None
     fuse_unk: bool = False
     ignore_merges: bool = False
+    missing_bytes: str = "drop"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -168,6 +174,13 @@ class BPEModel:
             spelled.setdefault(result, spelled[a] + spelled[b])
         return spelled
 
+    @cached_property
+    def barrier_bytes(self) -> frozenset[int]:
+        """The bytes that cut a chunk (``missing_bytes == "split"``: the bytes with no token); empty otherwise."""
+        if self.missing_bytes != "split":
+            return frozenset()
+        return frozenset(b for b, token in enumerate(_SINGLE_BYTES) if token not in self.token_to_id)
+
     @property
     def is_byte_level(self) -> bool:
         return self.level == "byte"
@@ -223,6 +236,10 @@ class BPEModel:
         for name in ("fuse_unk", "ignore_merges"):
             if not isinstance(getattr(self, name), bool):
                 raise BpefstError(f"{name} must be true or false, found {type(getattr(self, name)).__name__}")
+        if self.missing_bytes not in MISSING_BYTES:
+            raise BpefstError(f"missing_bytes must be one of {', '.join(MISSING_BYTES)}, found {self.missing_bytes!r}")
+        if self.missing_bytes == "split" and self.level != "byte":
+            raise BpefstError("missing_bytes='split' is for byte-level models (a character-level model has no bytes to miss)")
 
     def _looks_valid(self) -> bool:
         """Every check of :meth:`validate` in bulk; False when any fails (or cannot tell)."""
@@ -338,6 +355,8 @@ class BPEModel:
             self.fuse_unk,
             self.ignore_merges,
         ]
+        if self.missing_bytes != "drop":  # added only when set, so every fingerprint written before it stays valid
+            canonical.append(self.missing_bytes)
         return hashlib.sha256(msgpack.packb(canonical, use_bin_type=True)).hexdigest()
 
     def summary(self) -> dict[str, object]:
@@ -355,6 +374,8 @@ class BPEModel:
             "end_of_word_suffix": self.end_of_word_suffix,
             "continuing_subword_prefix": self.continuing_subword_prefix,
             "unk_token": self.unk_token,
+            **({"missing_bytes": f"split (llama.cpp): {len(self.barrier_bytes)} bytes without a token cut their chunk"}
+               if self.barrier_bytes else {}),
             "fingerprint": self.fingerprint,
         }
 

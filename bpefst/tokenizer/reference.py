@@ -5,6 +5,9 @@ al., 002 Sec. 2, and HF ``tokenizers``' ``Word::merge_all``):
 
 1. spell the chunk in base symbols (bytes, or characters with the end-of-word
    suffix on the last one and the continuing-subword prefix on the others);
+   a model that splits at missing bytes (llama.cpp's reading, from GGUF) first
+   cuts the chunk at each byte it has no token for, and runs 1-3 on each piece
+   alone (:mod:`.byte_barriers`);
 2. put every adjacent pair that has a merge on a min-heap keyed by
    ``(merge rank, position)``;
 3. pop the lowest; skip it if stale (a neighbour changed since it was pushed);
@@ -25,6 +28,7 @@ import heapq
 from typing import Iterable, Sequence
 
 from ..errors import BpefstError
+from .byte_barriers import ByteBarriers
 from .model import BPEModel
 from .pretokenize import Pretokenizer
 
@@ -44,6 +48,7 @@ class ReferenceEncoder:
             self._unk_id = model.specials.get(model.unk_token)
         self._cache: dict[str, tuple[int, ...]] = {}
         self._id_to_bytes = {i: model.token_bytes(i) for i in (*model.vocab, *model.specials.values())}
+        self._barriers = ByteBarriers(model.barrier_bytes) if model.barrier_bytes else None
 
     # -- public API ----------------------------------------------------------------
 
@@ -78,7 +83,8 @@ class ReferenceEncoder:
         """BPE one pre-tokenized chunk (memoized)."""
         ids = self._cache.get(chunk)
         if ids is None:
-            ids = tuple(self.bpe(self.spell(chunk)))
+            pieces = [chunk] if self._barriers is None else self._barriers.pieces(chunk)
+            ids = tuple(token for piece in pieces for token in self.bpe(self.spell(piece)))
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[chunk] = ids

@@ -121,6 +121,10 @@ def format_losses(model: BPEModel, fmt: str) -> list[str]:
     from .tiktoken_ranks import KNOWN_ENCODINGS
 
     notes = []
+    if fmt != "bpefst" and model.barrier_bytes:
+        notes.append(f"this tokenizer cuts its chunks at the {len(model.barrier_bytes)} bytes its vocabulary lacks (llama.cpp's "
+                     f"reading, from GGUF); {fmt} files cannot say so, and a reader of them drops those bytes before merging "
+                     f"(HF's reading): texts holding such a byte may then encode differently")
     if fmt == "gpt2" and model.pattern != PRESETS["gpt2"]:
         notes.append(f"vocab.json + merges.txt imply the gpt2 pattern; this tokenizer's pattern ({model.pattern_name}) is not stored: pass --pattern (pattern= in Python) when reading it")
     if fmt == "tiktoken" and (model.pattern, model.specials) not in KNOWN_ENCODINGS.values():

@@ -23,6 +23,17 @@ What we take (llama.cpp's ``llama-vocab.cpp`` gives these keys their meaning):
 * ``tokenizer.ggml.merges``: ``"left right"`` strings in rank order;
 * ``tokenizer.ggml.pre``: the pre-tokenizer, by name (:data:`PRE_TOKENIZERS`);
   an unknown name is refused with that name.
+
+A byte with no token of its own (SmolLM2 lacks 21) is a symbol that never
+merges in llama.cpp, left out of the ids: the bytes on either side of it never
+merge, where HF's BPE drops it first and lets them merge.  The model we return
+says so (``missing_bytes="split"``, only when some byte is missing: with all
+256 the two readings are the same and the model's fingerprint is that of the
+same tokenizer read from any other format), and every bpefst encoder then cuts
+the chunk at such a byte (:mod:`..byte_barriers`).  Canonical ids never hold
+such a byte (no merge can build a token that holds one), so what is canonical
+is unchanged: the canonical automaton, validation and promotion are those of
+the same merges read from HF.
 """
 
 from __future__ import annotations
@@ -250,7 +261,9 @@ def _model(metadata: dict[str, Any], pattern: PatternOverride) -> BPEModel:
         if len(parts) != 2 or parts[0] not in by_text or parts[1] not in by_text:
             raise BpefstError(f"tokenizer.ggml.merges[{rank}] = {line[:60]!r} is not two tokens of the vocabulary")
         merges.append((by_text[parts[0]], by_text[parts[1]]))
-    return BPEModel(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern)
+    single = {token for token in vocab.values() if len(token) == 1}
+    missing = "split" if len(single) < 256 else "drop"  # llama.cpp's reading of a missing byte (module docstring)
+    return BPEModel(level="byte", vocab=vocab, merges=merges, specials=specials, pattern=pattern, missing_bytes=missing)
 
 
 def _tokens(tokens: list[str], types: list[int]) -> tuple[dict[int, bytes], dict[str, int]]:

@@ -24,6 +24,7 @@ SCHEMA = 1
 
 
 def to_body(model: BPEModel) -> dict:
+    """The model as a msgpack map; ``missing_bytes`` only when not HF's ``"drop"`` (older bodies lack it)."""
     ids = sorted(model.vocab)
     blobs = [model.token_bytes(i) for i in ids]
     offsets = [0]
@@ -42,6 +43,7 @@ def to_body(model: BPEModel) -> dict:
         "unk_token": model.unk_token,
         "fuse_unk": model.fuse_unk,
         "ignore_merges": model.ignore_merges,
+        **({"missing_bytes": model.missing_bytes} if model.missing_bytes != "drop" else {}),
     }
 
 
@@ -52,14 +54,17 @@ _FIELD_TYPES = {
     "pattern": (str, type(None)), "end_of_word_suffix": (str, type(None)), "continuing_subword_prefix": (str, type(None)),
     "unk_token": (str, type(None)), "fuse_unk": (bool,), "ignore_merges": (bool,),
 }
+_OPTIONAL_FIELD_TYPES = {"missing_bytes": (str,)}  # absent means the default (bodies written before the field)
 
 
 def check_body_types(body: object, name: str) -> None:
     """Raise ArtifactError unless ``body`` has every field, each of its expected type."""
     if not isinstance(body, dict):
         raise ArtifactError(f"{name}: corrupted tokenizer artifact (the tokenizer body is not a map)")
-    for field, types in _FIELD_TYPES.items():
+    for field, types in {**_FIELD_TYPES, **_OPTIONAL_FIELD_TYPES}.items():
         if field not in body:
+            if field in _OPTIONAL_FIELD_TYPES:
+                continue
             raise ArtifactError(f"{name}: corrupted tokenizer artifact (field {field!r} is missing)")
         value = body[field]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
@@ -94,6 +99,7 @@ def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
             unk_token=body["unk_token"],
             fuse_unk=body["fuse_unk"],
             ignore_merges=body["ignore_merges"],
+            missing_bytes=body.get("missing_bytes", "drop"),
         )
         results = None if trusted or level != "byte" or fields["continuing_subword_prefix"] else _checked_results(body)
         if trusted:
