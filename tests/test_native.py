@@ -521,3 +521,48 @@ def test_has_surrogates_equals_the_regex_search(text: str) -> None:
         assert core.has_surrogates(candidate) == surrogates._search_with_regex(candidate)
     with pytest.raises(TypeError):
         core.has_surrogates(b"bytes")
+
+
+def rank_lines():
+    import base64
+
+    token = st.binary(min_size=0, max_size=6).map(lambda b: base64.b64encode(b))
+    junk = st.sampled_from([b"QQ", b"QR==", b"Q===", b"=QQ=", b"QUI=x", b"!!!!", b"QUJD", b"QUI", b"AAE=", b"AAF="])
+    rank = st.one_of(st.integers(0, 2**33).map(lambda n: str(n).encode()), st.sampled_from([b"-1", b"1.0", b"x", b"007", b""]))
+    space = st.sampled_from([b" ", b"\t", b"  ", b" \r"])
+    line = st.tuples(st.one_of(token, junk), space, rank, st.sampled_from([b"", b" ", b"\r"])).map(b"".join)
+    return st.lists(st.one_of(line, st.just(b""), st.just(b"   ")), max_size=12).map(b"\n".join)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(rank_lines())
+def test_parse_ranks_agrees_with_the_python_reading(data: bytes) -> None:
+    """The core reads a rank file as the Python reading does, or declines (None) and lets it decide."""
+    from bpefst.tokenizer.formats import tiktoken_ranks
+
+    parsed = core.parse_ranks(data)
+    native.core = None
+    try:
+        expected = tiktoken_ranks._parse_bulk(data)
+    finally:
+        native.core = core
+    if parsed is not None:
+        tokens, ranks = parsed[0], array("I", parsed[1]).tolist()
+        assert expected is not None and list(expected) == tokens and list(expected.values()) == ranks or \
+            expected is None and (len(set(tokens)) < len(tokens) or len(set(ranks)) < len(ranks))
+    assert tiktoken_ranks._parse_bulk(data) == expected
+
+
+def test_parse_ranks_reads_the_real_files() -> None:
+    from bpefst.tokenizer.formats import tiktoken_ranks
+    from bpefst.tokenizer.formats.common import read_raw
+
+    for name in ("cl100k_base", "o200k_base"):
+        data = read_raw(real_tokenizers()[name])
+        tokens, ranks = core.parse_ranks(data)
+        native.core = None
+        try:
+            expected = tiktoken_ranks._parse_bulk(data)
+        finally:
+            native.core = core
+        assert list(expected.items()) == list(zip(tokens, array("I", ranks)))

@@ -661,6 +661,7 @@ static PyMethodDef module_methods[] = {
      "recover_merges(byte_ids, tokens, ids) -> packed (left, right, result) merges implied by tokens in rank order."},
     {"class_table", class_table, METH_NOARGS, "class_table() -> the class bits of every code point (for tests)."},
     {"walk_rows", walk_rows, METH_VARARGS, "walk_rows(classes, ids, start, row) -> the rows a token walk reaches (validate)."},
+    {"parse_ranks", parse_ranks, METH_O, "parse_ranks(data) -> (tokens, packed ranks) of a tiktoken rank file, or None."},
     {"split_tokens", split_tokens, METH_VARARGS, "split_tokens(blob, offsets) -> the tokens of a packed vocabulary."},
     {"checked_merge_results", checked_merge_results, METH_VARARGS,
      "checked_merge_results(ids, offsets, blob, merges) -> packed merge results of a proper byte-level model, or None."},

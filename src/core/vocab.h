@@ -187,4 +187,100 @@ done:
     return result;
 }
 
+/* --- tiktoken rank files: lines "base64-token rank" --- */
+
+static int base64_value(uint8_t c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* Strict base64 of text[0..n) into out (room for 3n/4 bytes); the decoded length, or -1 for anything
+ * but canonical base64 (length a multiple of 4, padding only at the end, unused bits zero). */
+static Py_ssize_t base64_decode(const uint8_t *text, size_t n, uint8_t *out) {
+    if (n == 0 || n % 4) return -1;
+    size_t pad = text[n - 1] == '=' ? (text[n - 2] == '=' ? 2 : 1) : 0;
+    Py_ssize_t length = 0;
+    for (size_t k = 0; k < n; k += 4) {
+        int v[4];
+        for (int j = 0; j < 4; j++) {
+            int last_quad = k + 4 == n;
+            v[j] = last_quad && j >= 4 - (int)pad ? 0 : base64_value(text[k + j]);
+            if (v[j] < 0) return -1;
+        }
+        uint32_t bits = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        out[length++] = (uint8_t)(bits >> 16);
+        if (k + 4 < n || pad < 2) out[length++] = (uint8_t)(bits >> 8);
+        if (k + 4 < n || pad < 1) out[length++] = (uint8_t)bits;
+        if (k + 4 == n && ((pad == 1 && (bits & 0xFF)) || (pad == 2 && (bits & 0xFFFF)))) return -1;
+    }
+    return length;
+}
+
+static int is_space(uint8_t c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* parse_ranks(data) -> (tokens, ranks): the lines "base64-token rank" of a tiktoken rank file, the
+ * tokens as a list of bytes and the ranks as packed uint32; None for anything else (a line of another
+ * shape, base64 that is not canonical, a rank beyond 2**32 - 1, an empty token), so that Python walks
+ * the file and names the line.  Duplicates are left to the caller. */
+static PyObject *parse_ranks(PyObject *module, PyObject *data) {
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "parse_ranks() takes bytes");
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(data), *end = p + PyBytes_GET_SIZE(data);
+    PyObject *tokens = PyList_New(0), *result = NULL;
+    IdBuffer ranks = {0};
+    uint8_t decoded[768];
+    if (!tokens) return NULL;
+    while (p < end) {
+        const uint8_t *line_end = memchr(p, '\n', (size_t)(end - p));
+        if (!line_end) line_end = end;
+        const uint8_t *field[3], *field_end[3];
+        int fields = 0;
+        for (const uint8_t *q = p; q < line_end && fields < 3;) {
+            while (q < line_end && is_space(*q)) q++;
+            if (q == line_end) break;
+            field[fields] = q;
+            while (q < line_end && !is_space(*q)) q++;
+            field_end[fields++] = q;
+        }
+        p = line_end + 1;
+        if (fields == 0) continue;
+        size_t b64_length = (size_t)(field_end[0] - field[0]), digits = fields == 2 ? (size_t)(field_end[1] - field[1]) : 0;
+        if (fields != 2 || b64_length > 4 * sizeof decoded / 3 || digits == 0 || digits > 10) goto decline;
+        uint64_t rank = 0;
+        for (const uint8_t *d = field[1]; d < field_end[1]; d++) {
+            if (*d < '0' || *d > '9') goto decline;
+            rank = rank * 10 + (*d - '0');
+        }
+        Py_ssize_t length = base64_decode(field[0], b64_length, decoded);
+        if (length <= 0 || rank > UINT32_MAX) goto decline;
+        PyObject *token = PyBytes_FromStringAndSize((const char *)decoded, length);
+        if (!token || PyList_Append(tokens, token) || reserve_ids(&ranks, 1)) {
+            Py_XDECREF(token);
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+            goto done;
+        }
+        Py_DECREF(token);
+        ranks.ids[ranks.length++] = (uint32_t)rank;
+    }
+    {
+        PyObject *packed = PyBytes_FromStringAndSize((const char *)ranks.ids, (Py_ssize_t)(ranks.length * sizeof(uint32_t)));
+        if (packed) result = PyTuple_Pack(2, tokens, packed);
+        Py_XDECREF(packed);
+    }
+    goto done;
+decline:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_DECREF(tokens);
+    free(ranks.ids);
+    return result;
+}
+
 #endif

@@ -22,7 +22,8 @@ import binascii
 import gzip
 import os
 from array import array
-from operator import itemgetter
+from itertools import compress, islice, repeat
+from operator import gt, itemgetter, lt
 from pathlib import Path
 
 from ... import native
@@ -67,7 +68,14 @@ def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
 
 
 def _parse_bulk(data: bytes) -> dict[bytes, int] | None:
-    """The rank table, or None when any line is not well formed (so :func:`_parse_lines` can say which)."""
+    """The rank table, or None when any line is not well formed (so :func:`_parse_lines` can say which).
+
+    The compiled core reads the lines where it is built (``src/core/vocab.h``: it declines with None
+    whatever it does not find plainly well formed, and the Python reading below decides)."""
+    parsed = native.core.parse_ranks(data) if native.core is not None else None
+    if parsed is not None:
+        decoded, values = parsed[0], array("I", parsed[1]).tolist()
+        return _distinct(decoded, values)
     fields = data.split()
     if len(fields) % 2 or len(fields) != 2 * sum(1 for line in data.split(b"\n") if line.strip()):
         return None
@@ -81,7 +89,12 @@ def _parse_bulk(data: bytes) -> dict[bytes, int] | None:
         return None
     if values and not 0 <= min(values) <= max(values) <= MAX_ID:
         return None
-    ranks = dict(zip(decoded, values))
+    return _distinct(decoded, values)
+
+
+def _distinct(tokens: list[bytes], values: list[int]) -> dict[bytes, int] | None:
+    """``token -> rank``, or None when a token or a rank appears twice."""
+    ranks = dict(zip(tokens, values))
     if len(ranks) != len(values) or len(set(values)) != len(values):
         return None
     return ranks
@@ -172,10 +185,13 @@ def _recover(ranks: dict[bytes, int]) -> tuple[list[tuple[int, int]], list[int],
 
 def _recover_compiled(ranks: dict[bytes, int], byte_ids: list[int]) -> tuple[list[tuple[int, int]], list[int], None, int]:
     """:func:`_recover` by the compiled core (the same algorithm in C); the packed table is left to the model to build."""
-    longer = sorted((item for item in ranks.items() if len(item[0]) > 1), key=itemgetter(1))
+    tokens, values = list(ranks), list(ranks.values())
+    if not all(map(lt, values, islice(values, 1, None))):  # files list tokens in rank order; a dict may not
+        tokens, values = map(list, zip(*sorted(ranks.items(), key=itemgetter(1))))
+    longer = list(map(gt, map(len, tokens), repeat(1)))
     triples = array("I")
-    triples.frombytes(native.core.recover_merges(array("I", byte_ids).tobytes(), list(map(itemgetter(0), longer)),
-                                                 array("I", map(itemgetter(1), longer)).tobytes()))
+    triples.frombytes(native.core.recover_merges(array("I", byte_ids).tobytes(), list(compress(tokens, longer)),
+                                                 array("I", compress(values, longer)).tobytes()))
     merges = list(zip(triples[0::3], triples[1::3]))
     return merges, triples[2::3].tolist(), None, 0
 
