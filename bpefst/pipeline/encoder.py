@@ -489,7 +489,11 @@ class Tokenizer(TiktokenMethods):
         """
         allowed, disallowed = self.special_policy(allowed_special, disallowed_special)
         _check_threads(num_threads)
-        return self.encode_escaped_batch([self._as_text("encode_batch", t, disallowed) for t in text], allowed, disallowed,
+        texts = text if type(text) is list else list(text)  # noqa: E721
+        if self._native_scans and not allowed and set(map(type, texts)) <= {str}:
+            # surrogates are left to the core, which declines such a text: it is read as tiktoken reads it then
+            return self._encode_batch_native(texts, disallowed, max(jobs, num_threads or 1), read_surrogates=True)
+        return self.encode_escaped_batch([self._as_text("encode_batch", t, disallowed) for t in texts], allowed, disallowed,
                                          max(jobs, num_threads or 1) if self._native_scans else jobs)
 
     def encode_escaped_batch(self, texts: Sequence[str], allowed: frozenset, disallowed: frozenset, jobs: int = 1) -> list[list[int]]:
@@ -503,15 +507,25 @@ class Tokenizer(TiktokenMethods):
         chunk = max(1, len(texts) // (jobs * 8))
         return pool.starmap(_worker_encode_list, [(t, allowed, disallowed, 0) for t in texts], chunksize=chunk)
 
-    def _encode_batch_native(self, texts: list[str], disallowed: frozenset, threads: int) -> list[list[int]]:
-        """Ordinary texts on ``threads`` threads of the compiled core (it releases the GIL)."""
-        for text in texts:
-            check_disallowed(text, disallowed, 0)
-        takes = [self._core_takes(text) for text in texts]
-        results = self._native.encode_batch([text if take else "" for text, take in zip(texts, takes)], max(1, threads))
+    def _encode_batch_native(self, texts: list[str], disallowed: frozenset, threads: int,
+                             read_surrogates: bool = False) -> list[list[int]]:
+        """Ordinary texts on ``threads`` threads of the compiled core (it releases the GIL).
+
+        A text the core declines (a surrogate, a very long chunk) or must not scan (a barrier byte) takes
+        the pure path; with ``read_surrogates`` its surrogates are first read as tiktoken reads them
+        (``encode_batch``; the streaming path's surrogates are raw bytes and stay so).
+        """
+        if disallowed:
+            for text in texts:
+                check_disallowed(text, disallowed, 0)
+        takes = None if self._barriers is None else [self._core_takes(text) for text in texts]
+        scanned = texts if takes is None else [text if take else "" for text, take in zip(texts, takes)]
+        results = self._native.encode_batch(scanned, max(1, threads))
+        if takes is None and None not in results:
+            return results
         for i, ids in enumerate(results):
-            if ids is None or not takes[i]:  # declined (a surrogate, a very long chunk, a barrier): the pure path
-                results[i] = self.encode_plain(texts[i])
+            if ids is None or (takes is not None and not takes[i]):
+                results[i] = self.encode_plain(as_text(texts[i]) if read_surrogates else texts[i])
         return results
 
     def encode_iterable(self, texts: Iterable[str], allowed_special: Iterable[str] | str = (),
