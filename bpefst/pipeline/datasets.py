@@ -400,6 +400,11 @@ class DatasetWriter:
     ids: int = 0
     _ends: list[int] = field(default_factory=list)
 
+    @property
+    def takes_arrays(self) -> bool:
+        """Whether ids may come as ``array('I')`` (the sink packs them into a file anyway)."""
+        return isinstance(self.sink, (IdWriter, ShardWriter))
+
     def begin_document(self) -> None:
         begin = getattr(self.sink, "begin_document", None)
         if begin is not None:

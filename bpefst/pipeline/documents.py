@@ -115,15 +115,17 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
     allowed = list(allowed_special) if allowed_special != "all" else "all"
     disallowed = list(disallowed_special) if disallowed_special != "all" else "all"
     policy = tokenizer.special_policy(allowed, disallowed)
+    packed = getattr(writer, "takes_arrays", False)  # ids as array('I') from the core: no Python int per id
     if jobs > 1 and tokenizer._native_scans and not policy[0]:
         chars = max(BATCH_CHARS, 2 * jobs * SEGMENT_CHARS)  # a long document still gives every thread two segments
-        encoded = _encode_on_threads(tokenizer, batches(segments(documents, rule), chars, BATCH_SEGMENTS), policy, jobs)
+        encoded = _encode_on_threads(tokenizer, batches(segments(documents, rule), chars, BATCH_SEGMENTS), policy, jobs,
+                                     packed)
     elif jobs > 1 and fork_available():
         encoded = _encode_in_workers(tokenizer, batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS),
                                      allowed, disallowed, jobs)
     else:
         # texts carry invalid bytes as surrogates: encode_escaped_batch, without tiktoken's reading of them
-        encoded = ((batch, tokenizer.encode_escaped_batch([segment.text for segment in batch], *policy))
+        encoded = ((batch, tokenizer.encode_escaped_batch([segment.text for segment in batch], *policy, 1, packed))
                    for batch in batches(segments(documents, rule), BATCH_CHARS, BATCH_SEGMENTS))
     for batch, results in encoded:
         for segment, ids in zip(batch, results):
@@ -137,21 +139,22 @@ def tokenize_documents(tokenizer: Tokenizer, documents: Iterable[Document], writ
 
 
 def _encode_on_threads(tokenizer: Tokenizer, stream: Iterable[list[Segment]], policy: tuple[frozenset, frozenset],
-                       jobs: int) -> Iterator[tuple[list[Segment], list]]:
+                       jobs: int, packed: bool = False) -> Iterator[tuple[list[Segment], list]]:
     """``(batch, ids of each segment)`` for every batch, in order, encoded by the compiled core on ``jobs`` threads.
 
     The core spreads one batch's segments over ``jobs`` threads of its own
     (each with its own chunk cache, without the GIL) and serves one batch at
     a time, so a helper thread hands it batch after batch while this thread
     reads and cuts the next batch and writes the ids of the last: reading,
-    encoding and writing overlap.
+    encoding and writing overlap.  ``packed``: ids come as ``array('I')`` (the writer packs them into a
+    file: no Python int per id is made, and this thread has less to do).
     """
     pending: deque = deque()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpefst-encode")
     try:
         for batch in stream:
             texts = [segment.text for segment in batch]
-            pending.append((batch, pool.submit(tokenizer.encode_escaped_batch, texts, *policy, jobs)))
+            pending.append((batch, pool.submit(tokenizer.encode_escaped_batch, texts, *policy, jobs, packed)))
             if len(pending) > 2:  # one batch encoding, one cut and waiting, this thread cutting the next
                 batch, future = pending.popleft()
                 yield batch, future.result()

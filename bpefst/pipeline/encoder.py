@@ -91,6 +91,12 @@ class _ChunkCache(dict):
         return self._miss(chunk)
 
 
+def _unpacked(data: bytes) -> array:
+    ids = array("I")
+    ids.frombytes(data)
+    return ids
+
+
 class Tokenizer(TiktokenMethods):
     """Encode and decode text with one BPE model; exact, bounded memory, linear time.
 
@@ -496,11 +502,14 @@ class Tokenizer(TiktokenMethods):
         return self.encode_escaped_batch([self._as_text("encode_batch", t, disallowed) for t in texts], allowed, disallowed,
                                          max(jobs, num_threads or 1) if self._native_scans else jobs)
 
-    def encode_escaped_batch(self, texts: Sequence[str], allowed: frozenset, disallowed: frozenset, jobs: int = 1) -> list[list[int]]:
+    def encode_escaped_batch(self, texts: Sequence[str], allowed: frozenset, disallowed: frozenset, jobs: int = 1,
+                             packed: bool = False) -> list[Sequence[int]]:
         """``encode_batch`` for texts of bpefst's streaming path, whose lone surrogates are raw bytes
-        (``surrogateescape``) and stay so; ``allowed`` / ``disallowed`` as :meth:`special_policy` gives them."""
+        (``surrogateescape``) and stay so; ``allowed`` / ``disallowed`` as :meth:`special_policy` gives them.
+        ``packed``: the compiled core may give each text's ids as an ``array('I')`` (no Python int per id;
+        what a writer of binary files wants)."""
         if self._native_scans and not allowed:
-            return self._encode_batch_native(list(texts), disallowed, jobs)
+            return self._encode_batch_native(list(texts), disallowed, jobs, packed=packed)
         if jobs <= 1 or len(texts) < 2 or not fork_available():
             return [self._encode_policy(t, allowed, disallowed) for t in texts]
         pool = self._get_pool(jobs)
@@ -508,7 +517,7 @@ class Tokenizer(TiktokenMethods):
         return pool.starmap(_worker_encode_list, [(t, allowed, disallowed, 0) for t in texts], chunksize=chunk)
 
     def _encode_batch_native(self, texts: list[str], disallowed: frozenset, threads: int,
-                             read_surrogates: bool = False) -> list[list[int]]:
+                             read_surrogates: bool = False, packed: bool = False) -> list[Sequence[int]]:
         """Ordinary texts on ``threads`` threads of the compiled core (it releases the GIL).
 
         A text the core declines (a surrogate, a very long chunk) or must not scan (a barrier byte) takes
@@ -520,7 +529,9 @@ class Tokenizer(TiktokenMethods):
                 check_disallowed(text, disallowed, 0)
         takes = None if self._barriers is None else [self._core_takes(text) for text in texts]
         scanned = texts if takes is None else [text if take else "" for text, take in zip(texts, takes)]
-        results = self._native.encode_batch(scanned, max(1, threads))
+        results = self._native.encode_batch(scanned, max(1, threads), packed)
+        if packed:
+            results = [_unpacked(ids) if ids is not None else None for ids in results]
         if takes is None and None not in results:
             return results
         for i, ids in enumerate(results):

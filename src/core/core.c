@@ -278,8 +278,8 @@ static int run_batch(Encoder *e, Batch *batch, int threads) {
 
 static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     PyObject *texts;
-    int threads = 1;
-    if (!PyArg_ParseTuple(args, "O|i:encode_batch", &texts, &threads)) return NULL;
+    int threads = 1, packed = 0;
+    if (!PyArg_ParseTuple(args, "O|ip:encode_batch", &texts, &threads, &packed)) return NULL;
     /* a tuple of our own: a list could be changed by another thread while the GIL is released */
     PyObject *sequence = PySequence_Tuple(texts);
     if (!sequence) return NULL;
@@ -313,7 +313,9 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     result = PyList_New((Py_ssize_t)count);
     if (!result) goto done;
     for (size_t i = 0; i < count; i++) {
-        PyObject *item = result_or_error(e, codes[i], &outs[i]);
+        PyObject *item = packed && codes[i] == ENCODED
+                             ? PyBytes_FromStringAndSize((const char *)outs[i].ids, (Py_ssize_t)(outs[i].length * sizeof(uint32_t)))
+                             : result_or_error(e, codes[i], &outs[i]);
         if (!item) {
             Py_CLEAR(result);
             goto done;
@@ -538,7 +540,8 @@ static PyMethodDef Encoder_methods[] = {
     {"encode", encode_method, METH_O,
      "encode(text) -> list of ids, or None where the compiled path declines (surrogates, a chunk over 16 MB)."},
     {"encode_batch", encode_batch_method, METH_VARARGS,
-     "encode_batch(texts, threads=1) -> [ids or None per text], on `threads` threads without the GIL."},
+     "encode_batch(texts, threads=1, packed=False) -> [ids or None per text], on `threads` threads without the GIL; "
+     "packed: the ids of each text as bytes of native uint32."},
     {"bpe_bytes", bpe_bytes_method, METH_O, "bpe_bytes(data) -> ids of one chunk's bytes (no cache)."},
     {"chunk_ends", chunk_ends_method, METH_O, "chunk_ends(text) -> where each pre-tokenized chunk ends."},
     {NULL, NULL, 0, NULL},
