@@ -97,6 +97,16 @@ def supports(model: "BPEModel") -> bool:
             and all(bytes([b]) in model.token_to_id or b in model.barrier_bytes for b in range(256)))
 
 
+def merge_triples(model: "BPEModel") -> bytes:
+    """The model's merges as packed ``(left, right, result)`` uint32 triples in rank order (the core's merge list)."""
+    merges = model.merges
+    triples = array("I", bytes(12 * len(merges)))
+    triples[0::3] = array("I", map(itemgetter(0), merges))
+    triples[1::3] = array("I", map(itemgetter(1), merges))
+    triples[2::3] = array("I", model.merge_results)
+    return triples.tobytes()
+
+
 def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
     """A ``bpefst._core.Encoder`` over ``model``'s tables (see :func:`supports`).
 
@@ -110,14 +120,10 @@ def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
     # beyond the vocabulary, which decoding refuses, never as some real token.
     no_token = model.max_id + 1
     byte_ids = array("I", (token_to_id.get(bytes([b]), no_token) for b in range(256)))
-    merges = model.merges
-    triples = array("I", bytes(12 * len(merges)))
-    triples[0::3] = array("I", map(itemgetter(0), merges))
-    triples[1::3] = array("I", map(itemgetter(1), merges))
-    triples[2::3] = array("I", model.merge_results)
+    triples = merge_triples(model)
     number = preset_number(model.pattern)
     slots = 1 << max(0, min(CACHE_SLOTS, int(cache_size)).bit_length() - 1)  # a power of two, at most CACHE_SLOTS
-    return core.Encoder(byte_ids.tobytes(), triples.tobytes(), no_token if model.barrier_bytes else model.max_id,
+    return core.Encoder(byte_ids.tobytes(), triples, no_token if model.barrier_bytes else model.max_id,
                         core.PATTERN_NONE if number is None else number, slots)
 
 

@@ -566,3 +566,77 @@ def test_parse_ranks_reads_the_real_files() -> None:
         finally:
             native.core = core
         assert list(expected.items()) == list(zip(tokens, array("I", ranks)))
+
+
+def random_model_with_repeats(seed: int):
+    """A character-level model whose merges may produce one token twice (rank inversions can occur) and
+    may list one pair twice: what the forest's pure construction must handle and refuse alike."""
+    from bpefst.tokenizer import BPEModel
+
+    rng = random.Random(seed)
+    vocab, merges = {0: "a", 1: "b"}, []
+    ids = {"a": 0, "b": 1}
+    for _ in range(rng.randrange(3, 14)):
+        a, b = rng.choice(list(vocab)), rng.choice(list(vocab))
+        token = vocab[a] + vocab[b]
+        if token not in ids:
+            ids[token] = len(vocab)
+            vocab[len(vocab)] = token
+        merges.append((a, b))
+    try:
+        return BPEModel(level="char", vocab=vocab, merges=merges)
+    except Exception:
+        return None
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_compiled_forest_equals_the_pure_one(seed: int) -> None:
+    from bpefst.bpe import MergeForest
+    from bpefst.errors import BpefstError
+
+    model = random_model_with_repeats(seed) if seed % 2 else random_byte_model(seed, b"ab c", num_merges=30)
+    if model is None:
+        return
+    outcomes = []
+    for engine in ("compiled", "pure"):
+        try:
+            outcomes.append(MergeForest.from_model(model, engine=engine))
+        except BpefstError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_compiled_forest_of_real_vocabularies() -> None:
+    from bpefst.bpe import MergeForest
+    from bpefst.tokenizer import load_tokenizer
+
+    for path in real_tokenizers().values():
+        model = load_tokenizer(str(path))
+        assert MergeForest.from_model(model, engine="compiled") == MergeForest.from_model(model, engine="pure")
+
+
+def test_build_forest_checks_its_arguments() -> None:
+    triple = packed(0, 1, 2)
+    rank, left, right, reachable, inversion = core.build_forest(3, packed(0, 1), triple)
+    assert array("i", rank).tolist() == [-1, -1, 0] and reachable == b"\x01\x01\x01" and inversion == -1
+    for arguments in ((3, packed(0, 7), triple), (2, packed(0, 1), triple), (0, b"", b""), (3, b"\x00", triple),
+                      (3, packed(0, 1), triple[:-1]), (1 << 40, b"", b"")):
+        with pytest.raises((ValueError, OverflowError)):
+            core.build_forest(*arguments)
+
+
+def test_compiled_forest_refuses_a_rank_inversion_as_the_pure_one_does() -> None:
+    """merge_forest's docstring example: (b,b) (b,bb) (bbb,b) (a,bbb) (bb,b)."""
+    from bpefst.bpe import MergeForest
+    from bpefst.errors import BpefstError
+    from bpefst.tokenizer import BPEModel
+
+    vocab = {"a": 0, "b": 1, "bb": 2, "bbb": 3, "bbbb": 4, "abbb": 5}
+    merges = [("b", "b"), ("b", "bb"), ("bbb", "b"), ("a", "bbb"), ("bb", "b")]
+    model = BPEModel(level="char", vocab={i: t for t, i in vocab.items()}, merges=[(vocab[a], vocab[b]) for a, b in merges])
+    messages = []
+    for engine in ("compiled", "pure"):
+        with pytest.raises(BpefstError, match="rank inversion") as caught:
+            MergeForest.from_model(model, engine=engine)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]

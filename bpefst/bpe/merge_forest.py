@@ -53,11 +53,37 @@ class MergeForest:
     pair_rank: dict[tuple[int, int], int]  # every merge of the model, (left, right) -> rank
 
     @classmethod
-    def from_model(cls, model: BPEModel) -> "MergeForest":
-        from .compatibility import compatible_before
+    def from_model(cls, model: BPEModel, engine: str | None = None) -> "MergeForest":
+        """The forest of a model's merges, in one pass in rank order (module docstring); on the compiled
+        core where it is built (``engine``: see :func:`bpefst.native.choose`), whose pure twin is
+        :meth:`_from_model_pure`."""
+        from .. import native
 
         model.check_dense()
         size = max(model.vocab, default=-1) + 1
+        if native.choose(engine) == "compiled" and size <= native.CORE_MAX_ID:
+            return cls._from_model_compiled(model, size)
+        return cls._from_model_pure(model, size)
+
+    @classmethod
+    def _from_model_compiled(cls, model: BPEModel, size: int) -> "MergeForest":
+        from array import array
+
+        from .. import native
+
+        packed = native.core.build_forest(max(size, 1), array("I", model.base_ids).tobytes(), native.merge_triples(model))
+        rank, left, right, reachable, inversion = packed
+        forest = cls(size=size, rank=array("i", rank).tolist()[:size], left=array("i", left).tolist()[:size],
+                     right=array("i", right).tolist()[:size], reachable=list(map(bool, reachable[:size])),
+                     pair_rank={pair: rank for rank, pair in enumerate(model.merges)})
+        if inversion >= 0:
+            forest._check_rank_order(model)  # names the merge
+        return forest
+
+    @classmethod
+    def _from_model_pure(cls, model: BPEModel, size: int) -> "MergeForest":
+        from .compatibility import compatible_before
+
         forest = cls(
             size=size,
             rank=[BASE_RANK] * size,

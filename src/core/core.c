@@ -663,6 +663,8 @@ static PyMethodDef module_methods[] = {
     {"recover_merges", recover_merges, METH_VARARGS,
      "recover_merges(byte_ids, tokens, ids) -> packed (left, right, result) merges implied by tokens in rank order."},
     {"class_table", class_table, METH_NOARGS, "class_table() -> the class bits of every code point (for tests)."},
+    {"build_forest", build_forest, METH_VARARGS,
+     "build_forest(size, base_ids, merges) -> (rank, left, right, reachable, first_inversion) of the merge forest."},
     {"walk_rows", walk_rows, METH_VARARGS, "walk_rows(classes, ids, start, row) -> the rows a token walk reaches (validate)."},
     {"parse_ranks", parse_ranks, METH_O, "parse_ranks(data) -> (tokens, packed ranks) of a tiktoken rank file, or None."},
     {"split_tokens", split_tokens, METH_VARARGS, "split_tokens(blob, offsets) -> the tokens of a packed vocabulary."},

@@ -62,26 +62,30 @@ static uint32_t merge_rank(const PairTable *table, uint32_t left, uint32_t right
     return pair_rank(table, left, right, &unused);
 }
 
-/* compatible_before(forest, u, v) with no limit: walk back in time from the pair (u, v), undoing the
- * later-built boundary symbol each step; the pair is not canonical when a merge of the current boundary
- * pair falls inside its live window (ties: see compatibility.py).  Ranks fall strictly along every spine
- * (checked at construction), so the walk ends. */
-static int canonical_pair(const PairChecker *c, uint32_t x, uint32_t y) {
-    int64_t limit = INT64_MAX;
+/* compatible_before(forest, x, y, limit): does no merge across the x | y boundary fire before time
+ * `limit`?  Walk back in time from the pair, undoing the later-built boundary symbol each step; the pair
+ * is not canonical when a merge of the current boundary pair falls inside its live window (ties: see
+ * compatibility.py).  Ranks fall strictly along every spine, so the walk ends. */
+static int compatible_before(const PairTable *merges, const int32_t *rank, const int32_t *left, const int32_t *right,
+                             uint32_t x, uint32_t y, int64_t limit) {
     int strict = 1;
     for (;;) {
-        uint32_t m = merge_rank(&c->merges, x, y);
+        uint32_t m = merge_rank(merges, x, y);
         if (m != NO_RANK && ((int64_t)m < limit || ((int64_t)m == limit && !strict))) return 0;
-        int32_t rx = c->rank[x], ry = c->rank[y];
+        int32_t rx = rank[x], ry = rank[y];
         if (rx < 0 && ry < 0) return 1;
         if (rx > ry) {
             limit = rx, strict = 1;
-            x = (uint32_t)c->right[x];
+            x = (uint32_t)right[x];
         } else {
             limit = ry, strict = 0;
-            y = (uint32_t)c->left[y];
+            y = (uint32_t)left[y];
         }
     }
+}
+
+static int canonical_pair(const PairChecker *c, uint32_t x, uint32_t y) {
+    return compatible_before(&c->merges, c->rank, c->left, c->right, x, y, INT64_MAX);
 }
 
 static int is_known_canonical(PairChecker *c, uint32_t u, uint32_t v) {
@@ -246,6 +250,70 @@ static PyTypeObject PairCheckerType = {
     .tp_dealloc = (destructor)PairChecker_dealloc,
     .tp_methods = PairChecker_methods,
 };
+
+/* build_forest(size, base_ids, merges) -> (rank, left, right, reachable, first_inversion): the merge
+ * forest of MergeForest.from_model (its pure twin, bpefst/bpe/merge_forest.py).  `merges` holds packed
+ * (left, right, result) uint32 triples in rank order; merge m builds its result when both sides are
+ * built, the result is not, and merge m finds its two sides next to each other (compatible_before with
+ * limit m).  rank/left/right come back as packed int32 (-1: none), reachable as one byte per token, and
+ * first_inversion is the first merge that uses a token BPE builds only later (or -1). */
+static PyObject *build_forest(PyObject *module, PyObject *args) {
+    Py_ssize_t size;
+    Py_buffer bases = {0}, merges = {0};
+    if (!PyArg_ParseTuple(args, "ny*y*:build_forest", &size, &bases, &merges)) return NULL;
+    PyObject *result = NULL, *rank_bytes = NULL, *left_bytes = NULL, *right_bytes = NULL, *reach_bytes = NULL;
+    PairTable pairs = {0};
+    size_t count = (size_t)merges.len / 12;
+    if (size < 1 || (size_t)size >= MAX_ID || bases.len % 4 || merges.len % 12 || count >= NO_RANK) {
+        PyErr_SetString(PyExc_ValueError, "build_forest: a size below the core's limit, packed base ids and merge triples");
+        goto done;
+    }
+    const uint32_t *base = bases.buf, *triple = merges.buf;
+    for (size_t k = 0; k < (size_t)bases.len / 4; k++)
+        if (base[k] >= (size_t)size) {
+            PyErr_SetString(PyExc_ValueError, "build_forest: a base id beyond size");
+            goto done;
+        }
+    for (size_t k = 0; k < 3 * count; k++)
+        if (triple[k] >= (size_t)size) {
+            PyErr_Format(PyExc_ValueError, "build_forest: merge %zu names an id beyond size", k / 3);
+            goto done;
+        }
+    rank_bytes = PyBytes_FromStringAndSize(NULL, size * 4), left_bytes = PyBytes_FromStringAndSize(NULL, size * 4);
+    right_bytes = PyBytes_FromStringAndSize(NULL, size * 4), reach_bytes = PyBytes_FromStringAndSize(NULL, size);
+    if (!rank_bytes || !left_bytes || !right_bytes || !reach_bytes) goto done;
+    if (pair_table_init(&pairs, count)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *rank = (int32_t *)PyBytes_AS_STRING(rank_bytes), *left = (int32_t *)PyBytes_AS_STRING(left_bytes);
+    int32_t *right = (int32_t *)PyBytes_AS_STRING(right_bytes);
+    uint8_t *built = (uint8_t *)PyBytes_AS_STRING(reach_bytes);
+    memset(rank, 0xFF, size * 4), memset(left, 0xFF, size * 4), memset(right, 0xFF, size * 4), memset(built, 0, size);
+    for (size_t k = 0; k < (size_t)bases.len / 4; k++) built[base[k]] = 1;
+    /* a pair listed twice keeps its last rank, as a dict built in rank order does: add from the end */
+    for (size_t m = count; m-- > 0;) pair_table_add(&pairs, triple[3 * m], triple[3 * m + 1], (uint32_t)m, 0);
+    for (size_t m = 0; m < count; m++) {
+        uint32_t a = triple[3 * m], b = triple[3 * m + 1], t = triple[3 * m + 2];
+        if (built[t] || !built[a] || !built[b]) continue;
+        if (compatible_before(&pairs, rank, left, right, a, b, (int64_t)m)) {
+            rank[t] = (int32_t)m, left[t] = (int32_t)a, right[t] = (int32_t)b;
+            built[t] = 1;
+        }
+    }
+    Py_ssize_t inversion = -1;
+    for (size_t m = 0; m < count && inversion < 0; m++)
+        for (int side = 0; side < 2; side++) {
+            uint32_t token = triple[3 * m + side];
+            if (built[token] && rank[token] > (int32_t)m) inversion = (Py_ssize_t)m;
+        }
+    result = Py_BuildValue("OOOOn", rank_bytes, left_bytes, right_bytes, reach_bytes, inversion);
+done:
+    Py_XDECREF(rank_bytes), Py_XDECREF(left_bytes), Py_XDECREF(right_bytes), Py_XDECREF(reach_bytes);
+    pair_table_free(&pairs);
+    PyBuffer_Release(&bases), PyBuffer_Release(&merges);
+    return result;
+}
 
 /* walk_rows(classes, ids, start, row) -> [row after ids[start], row after ids[start + 1], ...]: steps
  * row = row[classes[id]] until the ids end or the next entry is not built yet (None, or missing from a
