@@ -23,6 +23,8 @@ non-adjacent.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from functools import lru_cache
 from typing import Iterable
 
@@ -37,7 +39,9 @@ MAX_CODEPOINT = 0x10FFFF
 @lru_cache(maxsize=1)
 def _all_scalars() -> str:
     """Every Unicode scalar value once, in increasing order (surrogates left out)."""
-    return "".join(map(chr, range(SURROGATES[0]))) + "".join(map(chr, range(SURROGATES[1] + 1, MAX_CODEPOINT + 1)))
+    codes = array("I", range(SURROGATES[0]))
+    codes.extend(range(SURROGATES[1] + 1, MAX_CODEPOINT + 1))
+    return codes.tobytes().decode("utf-32-le" if sys.byteorder == "little" else "utf-32-be")  # no str per code point
 
 
 def _index_to_codepoint(i: int) -> int:
