@@ -640,3 +640,19 @@ def test_compiled_forest_refuses_a_rank_inversion_as_the_pure_one_does() -> None
             MergeForest.from_model(model, engine=engine)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
+
+
+def test_python_threads_encode_at_once_and_agree() -> None:
+    """Python threads calling the same tokenizer at once each get a chunk cache of their own (the core
+    encodes them in parallel without the GIL): the ids are those of one thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    compiled, _ = both_engines("cl100k_base")
+    text = corpus_prefix("fortunes", 400_000)
+    pieces = [text[k : k + 20_000] for k in range(0, len(text), 20_000)]
+    expected = [compiled.encode_ordinary(piece) for piece in pieces]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        for _ in range(3):
+            assert list(pool.map(compiled.encode_ordinary, pieces)) == expected
+            batches = list(pool.map(lambda k: compiled.encode_batch(pieces[k : k + 4], num_threads=3), range(0, len(pieces), 4)))
+            assert [ids for batch in batches for ids in batch] == expected

@@ -143,11 +143,11 @@ def _encode_on_threads(tokenizer: Tokenizer, stream: Iterable[list[Segment]], po
     """``(batch, ids of each segment)`` for every batch, in order, encoded by the compiled core on ``jobs`` threads.
 
     The core spreads one batch's segments over ``jobs`` threads of its own
-    (each with its own chunk cache, without the GIL) and serves one batch at
-    a time, so a helper thread hands it batch after batch while this thread
-    reads and cuts the next batch and writes the ids of the last: reading,
-    encoding and writing overlap.  ``packed``: ids come as ``array('I')`` (the writer packs them into a
-    file: no Python int per id is made, and this thread has less to do).
+    (each with its own chunk cache, without the GIL); a helper thread hands it
+    batch after batch while this thread reads and cuts the next batch and
+    writes the ids of the last: reading, encoding and writing overlap.
+    ``packed``: ids come as ``array('I')`` (the writer packs them into a file:
+    no Python int per id is made, and this thread has less to do).
     """
     pending: deque = deque()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpefst-encode")

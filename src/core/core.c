@@ -24,6 +24,7 @@
 
 #ifndef _WIN32
 #include <pthread.h>
+#include <sched.h>
 #define HAVE_PTHREADS 1
 #endif
 
@@ -76,8 +77,9 @@ typedef struct {
     uint32_t max_id;
     PyObject **ints; /* one int object per id, shared by every list returned */
     size_t cache_slots;
-    ChunkCache caches[MAX_THREADS]; /* [0] for single texts, [k] for batch worker k; allocated on first use */
-    PyThread_type_lock lock;        /* held while the caches are in use */
+    ChunkCache caches[MAX_THREADS]; /* each used by one thread at a time; allocated on first use */
+    uint8_t busy[MAX_THREADS];      /* a call is using the cache; read and written only with the GIL held */
+    int ready;                      /* initialised */
 } Encoder;
 
 /* --- the loops (no Python objects: they run without the GIL) --- */
@@ -186,18 +188,34 @@ static PyObject *ids_to_list(const Encoder *e, const uint32_t *ids, size_t count
     return list;
 }
 
-static int ensure_caches(Encoder *e, int count) {
-    for (int k = 0; k < count; k++)
-        if (!e->caches[k].slots && chunk_cache_init(&e->caches[k], e->cache_slots)) return -1;
-    return 0;
+static void give_back_caches(Encoder *e, const int *taken, int count) {
+    for (int k = 0; k < count; k++) e->busy[taken[k]] = 0;
 }
 
-/* Takes the cache lock, releasing the GIL only while waiting. */
-static void lock_caches(Encoder *e) {
-    if (PyThread_acquire_lock(e->lock, NOWAIT_LOCK)) return;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(e->lock, WAIT_LOCK);
-    Py_END_ALLOW_THREADS
+/* Marks up to `want` free chunk caches busy (the lowest first, so one thread keeps reusing cache 0 and
+ * finds it warm) and lists them in `taken`; returns how many, at least one (when all are busy it waits
+ * for one with the GIL released), or -1 when out of memory.  Called with the GIL held, which is what
+ * makes the flags safe: Python threads calling encode() at once each get a cache of their own and run
+ * in parallel. */
+static int take_caches(Encoder *e, int want, int *taken) {
+    for (;;) {
+        int count = 0;
+        for (int k = 0; k < MAX_THREADS && count < want; k++) {
+            if (e->busy[k]) continue;
+            if (!e->caches[k].slots && chunk_cache_init(&e->caches[k], e->cache_slots)) {
+                give_back_caches(e, taken, count);
+                return -1;
+            }
+            e->busy[k] = 1;
+            taken[count++] = k;
+        }
+        if (count) return count;
+        Py_BEGIN_ALLOW_THREADS
+#ifdef HAVE_PTHREADS
+        sched_yield();
+#endif
+        Py_END_ALLOW_THREADS
+    }
 }
 
 static PyObject *result_or_error(const Encoder *e, int rc, const IdBuffer *out) {
@@ -212,18 +230,19 @@ static PyObject *Encoder_encode(Encoder *e, PyObject *text) {
     if (text_of(text, &t, &ascii)) return NULL;
     IdBuffer out = {0};
     Scratch scratch = {0};
-    int rc;
-    lock_caches(e);
-    if (ensure_caches(e, 1)) {
+    int rc, cache;
+    if (take_caches(e, 1, &cache) < 0) {
         rc = NO_MEMORY;
-    } else if (t.length < RELEASE_GIL_FROM) {
-        rc = encode_text(e, &e->caches[0], &scratch, &t, ascii, &out);
     } else {
-        Py_BEGIN_ALLOW_THREADS
-        rc = encode_text(e, &e->caches[0], &scratch, &t, ascii, &out);
-        Py_END_ALLOW_THREADS
+        if (t.length < RELEASE_GIL_FROM) {
+            rc = encode_text(e, &e->caches[cache], &scratch, &t, ascii, &out);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = encode_text(e, &e->caches[cache], &scratch, &t, ascii, &out);
+            Py_END_ALLOW_THREADS
+        }
+        give_back_caches(e, &cache, 1);
     }
-    PyThread_release_lock(e->lock);
     PyObject *result = result_or_error(e, rc, &out);
     free(out.ids);
     free(scratch.bytes);
@@ -258,10 +277,10 @@ static void *run_worker(void *argument) {
     return NULL;
 }
 
-/* Runs the batch on `threads` threads (this one included); returns how many ran. */
-static int run_batch(Encoder *e, Batch *batch, int threads) {
+/* Runs the batch on `threads` threads (this one included), thread k with cache taken[k]; returns how many ran. */
+static int run_batch(Encoder *e, Batch *batch, int threads, const int *taken) {
     Worker workers[MAX_THREADS];
-    for (int k = 0; k < threads; k++) workers[k] = (Worker){batch, &e->caches[k]};
+    for (int k = 0; k < threads; k++) workers[k] = (Worker){batch, &e->caches[taken[k]]};
 #ifdef HAVE_PTHREADS
     pthread_t handles[MAX_THREADS];
     int started = 1;
@@ -300,16 +319,16 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if ((size_t)threads > count) threads = count ? (int)count : 1;
     Batch batch = {e, ts, ascii, outs, codes, count, 0};
-    lock_caches(e);
-    if (ensure_caches(e, threads)) {
-        PyThread_release_lock(e->lock);
+    int taken[MAX_THREADS];
+    threads = take_caches(e, threads, taken); /* fewer threads when other calls hold caches */
+    if (threads < 0) {
         PyErr_NoMemory();
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    run_batch(e, &batch, threads);
+    run_batch(e, &batch, threads, taken);
     Py_END_ALLOW_THREADS
-    PyThread_release_lock(e->lock);
+    give_back_caches(e, taken, threads);
     result = PyList_New((Py_ssize_t)count);
     if (!result) goto done;
     for (size_t i = 0; i < count; i++) {
@@ -418,7 +437,7 @@ static int Encoder_init(Encoder *e, PyObject *args, PyObject *kwargs) {
     unsigned long max_id;
     int pattern;
     Py_ssize_t cache_slots = 1 << 16;
-    if (e->ints || e->pairs.slots || e->lock) {
+    if (e->ints || e->pairs.slots || e->ready) {
         PyErr_SetString(PyExc_RuntimeError, "Encoder is already initialised");
         return -1;
     }
@@ -486,11 +505,7 @@ static int Encoder_init(Encoder *e, PyObject *args, PyObject *kwargs) {
     while ((Py_ssize_t)slots < cache_slots) slots *= 2;
     e->cache_slots = slots;
     e->pattern = pattern;
-    e->lock = PyThread_allocate_lock();
-    if (!e->lock) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    e->ready = 1;
     rc = 0;
 done:
     PyBuffer_Release(&byte_view);
@@ -505,13 +520,12 @@ static void Encoder_dealloc(Encoder *e) {
         PyMem_Free(e->ints);
     }
     for (int k = 0; k < MAX_THREADS; k++) chunk_cache_free(&e->caches[k]);
-    if (e->lock) PyThread_free_lock(e->lock);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
 static int not_ready(PyObject *self) {
     Encoder *e = (Encoder *)self;
-    if (e->ints && e->lock) return 0;
+    if (e->ready) return 0;
     PyErr_SetString(PyExc_RuntimeError, "Encoder was not initialised");
     return 1;
 }
