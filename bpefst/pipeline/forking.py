@@ -217,6 +217,61 @@ def map_ordered(handler: Callable[[bytes], bytes], source, jobs: int, per_worker
             worker.stop()
 
 
+def map_in_threads(handler: Callable[[bytes], bytes], source, jobs: int, per_thread: int = 2) -> Iterator[bytes]:
+    """:func:`map_ordered` on ``jobs`` threads of this process instead of forked workers.
+
+    For a handler whose work runs without the GIL (the compiled core's
+    encode, each call on a chunk cache of its own): nothing is forked, no task
+    or result crosses a pipe, and the caches stay warm for the whole input.
+    Results come in task order, at most ``jobs * per_thread`` tasks in flight;
+    a task's exception, or the source's, is raised when its turn comes.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not isinstance(source, TaskSource):
+        source = IteratorSource(source)
+    pending: deque = deque()  # futures, and a source error last, in task order
+    exhausted = False
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bpefst-piece") as pool:
+        try:
+            while True:
+                while not exhausted and len(pending) < jobs * per_thread:
+                    try:
+                        task = source.take()
+                    except StopIteration:
+                        exhausted = True
+                    except Exception as exc:  # reading failed: raised after the results of the tasks before it
+                        pending.append(exc)
+                        exhausted = True
+                    else:
+                        if task is not None:
+                            pending.append(pool.submit(handler, task))
+                        elif not pending:  # nothing to wait for but the input
+                            _wait_readable(source.wake_fd)
+                            continue
+                    if exhausted or task is None:
+                        break
+                if not pending:
+                    return
+                head = pending.popleft()
+                if isinstance(head, BaseException):
+                    raise head
+                yield head.result()
+        finally:
+            for future in pending:
+                if not isinstance(future, BaseException):
+                    future.cancel()
+
+
+def _wait_readable(fd: int | None) -> None:
+    """Wait until ``fd`` (a source's wake-up pipe) has something, and drain it."""
+    if fd is None:
+        return
+    readable, _, _ = select.select([fd], [], [], 1.0)
+    if readable:
+        os.read(fd, 1 << 16)
+
+
 def close_quietly(*fds: int) -> None:
     """Close file descriptors, ignoring those already closed (cleanup paths run after errors)."""
     for fd in fds:

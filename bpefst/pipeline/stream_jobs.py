@@ -1,6 +1,10 @@
-"""Tokenizing one byte stream in ``jobs`` worker processes: ``bpefst tokenize --jobs J``.
+"""Tokenizing one byte stream in ``jobs`` workers: ``bpefst tokenize --jobs J``.
 
-The parent only moves bytes, so that the workers get the cores:
+Workers are threads of this process when the compiled core scans whole texts
+and the output is decimal ids (the core encodes a piece without the GIL, each
+call on a chunk cache of its own, and writes the ids in C:
+:func:`~.forking.map_in_threads`), else forked processes.  The parent only
+moves bytes, so that the workers get the cores:
 
 1. a reader thread reads the input (file, pipe or decompressor) into a buffer;
 2. the parent cuts the buffer into pieces of about :data:`PIECE_BYTES` at
@@ -54,7 +58,7 @@ from ..errors import BpefstError, DisallowedSpecialError
 from ..tokenizer.reference import decode_input
 from ..tokenizer.safe_cuts import _WS
 from .encoder import Tokenizer
-from .forking import TaskSource, close_quietly, map_ordered
+from .forking import TaskSource, close_quietly, map_in_threads, map_ordered
 from .tokenize import STREAM_BLOCK, _stream_lines, _split_lines, format_ids, stream_ids
 
 PIECE_BYTES = 1 << 20  # a few hundred milliseconds of work: hand-over costs vanish, the last piece's wait is short
@@ -323,14 +327,19 @@ def tokenize_stream_jobs(tokenizer: Tokenizer, stream: BinaryIO, sink, fmt: str,
     than ``stretch`` bytes without one, workers again after it (module docstring).
     """
     rule = "line" if fmt == "jsonl" else tokenizer.cut_rule
-    tokenizer._build_tables()  # once, before the fork, instead of once per worker
+    # With the compiled core scanning whole texts and writing decimal ids, a piece is decoded, encoded and
+    # formatted almost entirely without the GIL or in C: threads then beat processes (no fork, no pipes,
+    # warm caches).  Other formats and the pure path format or encode in Python: processes.
+    threads = tokenizer._native_scans and fmt == "ids"
+    if not threads:
+        tokenizer._build_tables()  # once, before the fork, instead of once per worker
     handler = piece_handler(tokenizer, fmt, allowed, disallowed)
     done = 0  # characters (lines for jsonl) written so far
     head, offset, eof = None, 0, False  # input read but not yet tokenized, where it starts, whether it is all
     while True:
         reader = PieceReader(stream, rule, piece_size, stretch, head, offset, eof)
         try:
-            done = _in_workers(handler, reader, jobs, sink, done)
+            done = _in_workers(handler, reader, jobs, sink, done, threads)
             if not reader.stretched:
                 return
             head, offset, eof = reader.stop()
@@ -344,9 +353,11 @@ def tokenize_stream_jobs(tokenizer: Tokenizer, stream: BinaryIO, sink, fmt: str,
         head, offset, eof = stretch_reader.rest, stretch_reader.offset, stretch_reader.eof
 
 
-def _in_workers(handler: Callable[[bytes], bytes], reader: PieceReader, jobs: int, sink, done: int) -> int:
-    """Write the results of ``reader``'s pieces, encoded in ``jobs`` workers; ``done`` counts on from the pieces before."""
-    results = map_ordered(handler, reader, jobs)
+def _in_workers(handler: Callable[[bytes], bytes], reader: PieceReader, jobs: int, sink, done: int,
+                threads: bool = False) -> int:
+    """Write the results of ``reader``'s pieces, encoded in ``jobs`` workers (forked processes, or with
+    ``threads`` this process's threads); ``done`` counts on from the pieces before."""
+    results = (map_in_threads if threads else map_ordered)(handler, reader, jobs)
     try:
         for result in results:
             done += _OFFSET.unpack_from(result)[0]
