@@ -32,7 +32,6 @@ from small_models import random_byte_model
 ALPHABET = "ab1 "
 CUT = r"(ab|b1){1,2}( a{1,3})?"  # a space starts a gpt2 chunk: matches are cut
 WHOLE = r"(ab|ba){1,3}"  # letters only: every match is one chunk
-NOT_YET = pytest.mark.xfail(strict=True, reason="issue #31: TokenLanguage is not yet one value built at promote()")
 ORDERS = list(itertools.permutations(("guide", "on_demand", "shared_rows", "dfa")))
 
 
@@ -72,7 +71,6 @@ def ask(language, view: str):
     return getattr(language, view)()
 
 
-@NOT_YET
 # -- one build, shared by every view -------------------------------------------------------------------
 @pytest.mark.parametrize("pattern", [CUT, WHOLE])
 @pytest.mark.parametrize("order", ORDERS[::5])
@@ -90,7 +88,6 @@ def test_views_share_one_build(pattern, order):
     assert language.shared_rows() is language.shared_rows() and language.dfa() is language.dfa()
 
 
-@NOT_YET
 def test_agnostic_and_direct_share_one_build():
     for mode in ("agnostic", "canonical-direct"):
         language = bpefst.promote(model(), WHOLE, mode=mode)
@@ -99,7 +96,6 @@ def test_agnostic_and_direct_share_one_build():
         assert all(count == 1 for count in language.built.values()), (mode, language.built)
 
 
-@NOT_YET
 # -- fixed view types ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["canonical", "agnostic", "canonical-direct"])
 def test_each_view_has_one_type(mode):
@@ -135,7 +131,6 @@ def test_guide_is_independent_of_call_order(seed, pattern):
         assert {tuple(s) for s in expected if language.accepts(list(s))} == expected
 
 
-@NOT_YET
 # -- refusals come from promote() itself --------------------------------------------------------------------
 def test_refusals_at_promote():
     with pytest.raises(bpefst.BpefstError, match="pretokenize=False"):
@@ -147,7 +142,6 @@ def test_refusals_at_promote():
     bpefst.promote(model(pattern=r"\w+|[^\w]"), CUT, mode="agnostic")  # every spelling: no pre-tokenization to model
 
 
-@NOT_YET
 # -- cache_dir, in every call order ----------------------------------------------------------------------
 @pytest.mark.parametrize("first", ["dfa", "shared_rows", "on_demand", "guide", None])
 def test_cache_dir_is_honoured_in_every_order(tmp_path, first):
@@ -162,7 +156,6 @@ def test_cache_dir_is_honoured_in_every_order(tmp_path, first):
     assert guided_sequences(again.guide()) == encodings(m, CUT)
 
 
-@NOT_YET
 def test_cache_dir_at_promote_writes_then_reads(tmp_path):
     m = model(2)
     first = bpefst.promote(m, CUT, cache_dir=tmp_path)
@@ -172,7 +165,6 @@ def test_cache_dir_at_promote_writes_then_reads(tmp_path):
     assert guided_sequences(second.guide()) == guided_sequences(first.guide()) == encodings(m, CUT)
 
 
-@NOT_YET
 # -- caches: explicit and bounded ----------------------------------------------------------------------------
 def test_parts_cache_is_bounded_and_shared():
     from bpefst.promotion import PartsCache
@@ -188,7 +180,6 @@ def test_parts_cache_is_bounded_and_shared():
         PartsCache(size=0)
 
 
-@NOT_YET
 def test_a_language_keeps_nothing_alive_after_it():
     m = model(3)
     first = bpefst.promote(m, CUT)
