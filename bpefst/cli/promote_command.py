@@ -20,7 +20,7 @@ from ..promotion.agnostic import LATTICE
 from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
 from ..promotion.token_automaton_io import save_token_automaton
 from ..promotion.token_language import TokenLanguage
-from ..promotion.wordlists import read_words, words_automaton
+from ..regex.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..regex.json_schema import DEFAULT_MAX_DEPTH, SchemaWarning, schema_to_regex

@@ -15,7 +15,6 @@
   and refusals; ``parts``: the tokenizer's trie and A_BPE, in a bounded cache
 - ``guided``: the decoding API over a promoted automaton
 - ``constraints``: a regex or JSON Schema -> pattern text (and deprecated aliases)
-- ``edit_distance``, ``wordlists``: input automata (Table 1; --words)
 """
 
 from .agnostic import SpellingTrie, promote_agnostic
@@ -23,11 +22,9 @@ from .canonical import intersect_canonical
 from .direct import promote_direct
 from .guided import GuidedAutomaton
 from .on_demand import OnDemandCanonical
-from .pretokenized import promote_pretokenized
 from .promote import MODES, Promotion, promote
 from .constraints import constraint_pattern, guide, promote_constraint
 from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts
 from .token_language import TokenLanguage
 
-__all__ = ["DEFAULT_PARTS", "PartsCache", "TokenLanguage", "TokenizerParts", "MODES", "GuidedAutomaton", "constraint_pattern", "guide", "promote_constraint", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
-           "promote_pretokenized"]
+__all__ = ["DEFAULT_PARTS", "PartsCache", "TokenLanguage", "TokenizerParts", "MODES", "GuidedAutomaton", "constraint_pattern", "guide", "promote_constraint", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct"]
