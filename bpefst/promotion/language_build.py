@@ -48,19 +48,21 @@ def check_mode(mode: str) -> None:
         raise BpefstError(f"mode= must be one of {', '.join(MODES)}, not {mode!r}")
 
 
-def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenize: bool, limits: Limits) -> tuple[DFA, bool]:
+def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str | None,
+                     max_states: int | None) -> tuple[DFA, bool]:
     """The automaton the canonical constructions read, and whether pre-tokenization cuts some match.
 
-    With pre-tokenization (canonical modes only) the pattern is crossed with
-    the preset's chunker (:func:`.pretokenized.chunked_pattern`); when no
-    match is cut the chunked pattern is the pattern again, minimized, and the
-    whole-match constructions apply.  ``canonical-direct`` does not model
+    With a ``pretokenizer`` (its pattern text; canonical modes only) the
+    pattern is crossed with the preset's chunker
+    (:func:`.pretokenized.chunked_pattern`); when no match is cut the chunked
+    pattern is the pattern again, minimized, and the whole-match
+    constructions apply.  ``canonical-direct`` does not model
     pre-tokenization and refuses a pattern whose matches are cut.
     """
-    chunker = chunker_or_whole(pattern, model, model.pattern) if pretokenize and mode != "agnostic" else None
+    chunker = chunker_or_whole(pattern, model, pretokenizer) if mode != "agnostic" else None
     if chunker is None:
         return trim(pattern), False
-    chunked = chunked_pattern(pattern, model, chunker, limits.max_states)
+    chunked = chunked_pattern(pattern, model, chunker, max_states)
     if not any(BOUNDARY in row for row in chunked.transitions):
         return minimize(chunked), False
     if mode == "canonical-direct":

@@ -44,6 +44,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..automata import DFA, difference, shortest_accepted, trim
+from ..automata.numbering import Numbering
 from ..automata.shared_rows import SharedRowDFA
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..bpe import CanonicalAutomaton
@@ -84,24 +85,6 @@ def _require_single_whitespace_chunk(pattern: DFA, model: BPEModel) -> None:
 
 
 # ---------------------------------------------------------------- step 1: the chunked pattern
-class _Numbering:
-    """Numbers product states in the order they are first named; StateLimitExceeded past ``limit``."""
-
-    def __init__(self, what: str, limit: int | None):
-        self.what, self.limit = what, limit
-        self.index: dict = {}
-        self.keys: list = []  # state number -> key; grows while the caller iterates over it
-
-    def __call__(self, key) -> int:
-        k = self.index.get(key)
-        if k is None:
-            k = self.index[key] = len(self.keys)
-            self.keys.append(key)
-            if self.limit is not None and k >= self.limit:
-                raise StateLimitExceeded(self.what, self.limit)
-        return k
-
-
 def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states: int | None = None) -> DFA:
     """``pattern x chunker`` over base symbols and :data:`BOUNDARY` (trimmed).
 
@@ -112,7 +95,7 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     step_symbol = _symbol_stepper(model, chunker)
     chunks = chunker.dfa.transitions
     cut = chunker.boundary
-    number = _Numbering("the chunked pattern", max_states)
+    number = Numbering("the chunked pattern", max_states)
     states: list[tuple[int, int, int]] = number.keys
     rows: list[dict[int, int]] = []
     number((pattern.start, chunker.dfa.start, 0))
@@ -347,7 +330,7 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
         after = transitions[r].get(BOUNDARY)
         return ((r, banned),) if after is None else ((r, banned), (after, 0))
 
-    number = _Numbering("pre-tokenized canonical promotion", max_states)
+    number = Numbering("pre-tokenized canonical promotion", max_states)
     queue: list[frozenset] = number.keys
     arc_target: dict[tuple[int, int], int] = {}  # (class of t, r) -> the subset after -t-> r
 

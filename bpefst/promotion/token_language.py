@@ -93,8 +93,9 @@ class TokenLanguage:
         """The (chunked) pattern the constructions read; built once (:func:`.language_build.source_automaton`)."""
         if self._source is None:
             name = "chunked pattern" if self.pretokenize and self.mode != "agnostic" and self.model.pattern else "pattern"
-            self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode,
-                                                                           self.pretokenize, self.limits))
+            pretokenizer = self.model.pattern if self.pretokenize else None
+            self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode, pretokenizer,
+                                                                           self.limits.max_states))
         return self._source
 
     # -- views ---------------------------------------------------------------------------
