@@ -116,9 +116,9 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
     match, following its pre-tokenization unless ``pretokenize=False``),
     ``agnostic`` (every spelling) or ``canonical-direct`` (Algorithm 2).
-    The language is built here, once (a pattern the tokenizer's
-    pre-tokenization cannot be modelled for is refused here); its views read
-    that build: ``guide()`` (decoding), ``dfa()`` (written out),
+    The pattern is read here, once (a pattern the tokenizer's
+    pre-tokenization cannot be modelled for is refused here); each view is
+    built once from it and kept: ``guide()`` (decoding), ``dfa()`` (written out),
     ``shared_rows()``, ``on_demand()`` or ``save(path)``.  ``cache_dir``
     (canonical): read the build's set-up from there when an earlier process
     wrote it, else write it there.  ``parts``: the

@@ -45,7 +45,6 @@ from __future__ import annotations
 from itertools import repeat
 
 from ..automata import DFA
-from ..automata.errors import ArcLimitExceeded
 from ..automata.numbering import Numbering
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
 from ..bpe.compatibility import compatible_before
@@ -195,21 +194,18 @@ class OnDemandCanonical:
         return len(self.row(state))
 
     # -- whole automaton (tests, small patterns) -------------------------------------------
-    def explore(self, max_arcs: int | None = None) -> None:
-        """Expand every reachable state; ArcLimitExceeded as soon as the rows hold more than ``max_arcs`` arcs
-        (so that a language too large to write out is refused while it is written, not after)."""
+    def explore(self) -> None:
+        """Expand every reachable state."""
         if self.start is None:
             return
-        k = arcs = 0
+        k = 0
         while k < len(self._states):
-            arcs += len(self.row(k))
-            if max_arcs is not None and arcs > max_arcs:
-                raise ArcLimitExceeded("the canonical automaton", max_arcs)
+            self.row(k)
             k += 1
 
-    def to_dfa(self, max_arcs: int | None = None) -> DFA:
-        """Every reachable state written out (trim: liveness keeps dead ends out; ``max_arcs``: :meth:`explore`)."""
-        self.explore(max_arcs)
+    def to_dfa(self) -> DFA:
+        """Every reachable state written out (trim: liveness keeps dead ends out)."""
+        self.explore()
         if self.start is None:
             return DFA([{}], 0, frozenset(), check=False)
         rows = [self.row(k) for k in range(len(self._states))]

@@ -33,13 +33,20 @@ class TokenizerParts:
     automaton: CanonicalAutomaton
 
     @classmethod
-    def build(cls, model: BPEModel, automaton: CanonicalAutomaton | None = None) -> "TokenizerParts":
-        """Build both, with the indexes every walk reads (``automaton``: an A_BPE the caller already has)."""
+    def build(cls, model: BPEModel, automaton: CanonicalAutomaton | None = None, warm: bool = True) -> "TokenizerParts":
+        """Build both (``automaton``: an A_BPE the caller already has).
+
+        ``warm``: also build now the indexes walks and decoding steps read
+        (otherwise each is built on first use, by whatever needs it): parts
+        kept in a cache serve many languages, so their indexes are built
+        once, up front.
+        """
         trie = SpellingTrie.from_model(model)
-        trie.steps(), trie.chains(), trie.subtrees()
         if automaton is None:
             automaton = build_canonical(MergeForest.from_model(model))
-        automaton.banned_mask(0)  # builds the index of one token's banned set that decoding steps read
+        if warm:
+            trie.steps(), trie.chains(), trie.subtrees()
+            automaton.banned_mask(0)  # builds the index of one token's banned set that decoding steps read
         return cls(trie, automaton)
 
 

@@ -1,10 +1,12 @@
 """A promoted pattern as one value: the token sequences that spell its matches, built once, with views.
 
 ``bpefst.promote(tokenizer, regex)`` returns a :class:`TokenLanguage`.  The
-language is built when it is made (:mod:`.language_build`: the chunked
-pattern, then one product per mode), so a pattern the tokenizer's
-pre-tokenization cannot be modelled for is refused by ``promote()`` itself.
-Every view is read from that one product, has one type, and is kept:
+language reads its pattern when it is made (:mod:`.language_build`: the
+chunked pattern), so a pattern the tokenizer's pre-tokenization cannot be
+modelled for is refused by ``promote()`` itself; the product of its mode is
+built then too, except the canonical lazy product, which waits for the first
+view that reads it (``bpefst promote -o`` writes the shared rows out and
+never needs it).  Each view is built once, has one type, and is kept:
 
 * :meth:`TokenLanguage.guide` -- a :class:`~.guided.GuidedAutomaton` over the
   product (for ``canonical`` the lazy product, states expanded as a decoder
@@ -12,9 +14,10 @@ Every view is read from that one product, has one type, and is kept:
 * :meth:`TokenLanguage.on_demand` -- that lazy product itself (``canonical``);
 * :meth:`TokenLanguage.shared_rows` -- every state enumerated, each row
   stored once, a :class:`~bpefst.automata.shared_rows.SharedRowDFA`;
-* :meth:`TokenLanguage.dfa` -- the product written out and minimized, what
-  ``bpefst promote -o`` saves (refused past ``max_arcs``: e-mail or JSON
-  patterns over large vocabularies are refused here, and only here).
+* :meth:`TokenLanguage.dfa` -- written out and minimized (for ``canonical``
+  from the shared rows, which count their arcs while built), what ``bpefst
+  promote -o`` saves (refused past ``max_arcs``: e-mail or JSON patterns over
+  large vocabularies are refused here, and only here).
 
 All views accept the same language (tested).  ``built`` counts what the
 language has built, by stage, and ``timings`` says how long each took.  The
@@ -33,6 +36,7 @@ from collections import Counter, OrderedDict
 from typing import Sequence
 
 from ..automata import DFA, minimize
+from ..automata.errors import ArcLimitExceeded
 from ..automata.shared_rows import SharedRowDFA
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
@@ -75,7 +79,9 @@ class TokenLanguage:
         self._source = None
         self._product = self._read_cache(cache_dir) if cache_dir is not None else None
         if self._product is None:
-            self._product = self._stage("product", lambda: build_product(self._source_automaton(), model, mode, self.parts, limits))
+            self._source_automaton()  # what can refuse the pattern, refuses now
+            if mode != "canonical" or cache_dir is not None:  # the canonical product waits for a view that reads it
+                self._the_product()
             self._write_cache(cache_dir)
 
     def __repr__(self) -> str:
@@ -98,10 +104,17 @@ class TokenLanguage:
                                                                            self.limits.max_states))
         return self._source
 
+    def _the_product(self):
+        """The product every view reads (:func:`.language_build.build_product`), built once."""
+        if self._product is None:
+            self._product = self._view("product", lambda: build_product(self._source_automaton(), self.model, self.mode,
+                                                                        self.parts, self.limits))
+        return self._product
+
     # -- views ---------------------------------------------------------------------------
     def _view(self, name: str, build):
         if name not in self._views:
-            if self._product is None:
+            if self.pattern is None:
                 raise BpefstError(f"this token language was loaded from a file and has only its written-out form; "
                                   f"its {name.replace('_', ' ')} view needs the pattern and tokenizer (bpefst.promote)")
             self._views[name] = self._stage(name, build)
@@ -111,25 +124,39 @@ class TokenLanguage:
         """The canonical language as a lazy product: states built as they are reached (``canonical`` only)."""
         if self.mode != "canonical":
             raise BpefstError(f"the on-demand form exists for mode='canonical', not {self.mode!r}")
-        if self._product is None:
-            return self._view("on_demand", None)  # refuses: a loaded language
-        return self._product
+        return self._the_product()
 
     def dfa(self) -> DFA:
         """The minimal DFA, written out (ArcLimitExceeded past ``max_arcs`` arcs)."""
         if self.mode == "canonical":
-            return self._view("dfa", lambda: minimize(self._product.to_dfa(self.limits.max_arcs)))
+            if "dfa" not in self._views and "shared_rows" not in self._views and self.pattern is not None:
+                # built with the write-out limit, so that a language too large is refused while it is built
+                self._views["shared_rows"] = self._stage("shared_rows", lambda: self._shared_rows(self.limits.max_arcs))
+            return self._view("dfa", self._written_out)
         if self.mode == "agnostic":
-            return self._view("dfa", lambda: minimize(self._product))
-        return self._view("dfa", lambda: self._product)  # Algorithm 2 gives the minimal DFA
+            return self._view("dfa", lambda: minimize(self._the_product()))
+        return self._view("dfa", self._the_product)  # Algorithm 2 gives the minimal DFA
 
     def shared_rows(self) -> SharedRowDFA:
         """Every state enumerated, each lattice row stored once."""
         if self.mode != "canonical":
-            return self._view("shared_rows", lambda: _one_part_per_state(self._product))
-        return self._view("shared_rows", lambda: shared_canonical_subsets(
-            self._source_automaton(), self.parts.trie, self.parts.automaton, self.limits.max_states,
-            max_lattice_arcs=self.limits.max_arcs))
+            return self._view("shared_rows", lambda: _one_part_per_state(self._the_product()))
+        return self._view("shared_rows", self._shared_rows)
+
+    def _shared_rows(self, max_arcs: int | None = None) -> SharedRowDFA:
+        """The canonical subsets over the (chunked) pattern, rows shared (:func:`.pretokenized.shared_canonical_subsets`);
+        ``max_arcs`` refuses them while they are built when writing them out would pass it."""
+        return shared_canonical_subsets(self._source_automaton(), self.parts.trie, self.parts.automaton, self.limits.max_states,
+                                        max_lattice_arcs=self.limits.max_arcs, max_arcs=max_arcs)
+
+    def _written_out(self) -> DFA:
+        """The shared-row view written out and minimized.  Written out from the shared rows, not the lazy
+        product: they are near-minimal and count their arcs while built, so a language too large to write
+        out (e-mail over GPT-2: 200M arcs) is refused in seconds."""
+        limit, shared = self.limits.max_arcs, self._views["shared_rows"]
+        if limit is not None and (arcs := shared.num_arcs) > limit:
+            raise ArcLimitExceeded("the canonical automaton", limit, arcs)
+        return minimize(shared.to_dfa())
 
     def guide(self, stop_ids: int | Sequence[int] | None = None, cache_dir: str | os.PathLike | None = None) -> GuidedAutomaton:
         """The decoding interface over the product (a DFA for a language loaded from a file).
@@ -147,7 +174,7 @@ class TokenLanguage:
         key = tuple(sorted([stop_ids] if isinstance(stop_ids, int) else stop_ids))
         guided = self._guides.get(key)
         if guided is None:
-            form = self._product if self._product is not None else self.dfa()
+            form = self.dfa() if self.pattern is None else self._the_product()
             guided = self._guides[key] = GuidedAutomaton(form, stop_ids=key)
             while len(self._guides) > GUIDES_KEPT:
                 self._guides.popitem(last=False)
@@ -172,11 +199,11 @@ class TokenLanguage:
         return found
 
     def _write_cache(self, cache_dir) -> None:
-        if cache_dir is None or self.mode != "canonical" or self._product is None:
+        if cache_dir is None or self.mode != "canonical" or self.pattern is None:
             return
         path = guide_cache.cache_path(cache_dir, self.fingerprint, self._cache_key())
         if not path.exists():
-            guide_cache.save(path, self._product, self.fingerprint, self._cache_key())
+            guide_cache.save(path, self._the_product(), self.fingerprint, self._cache_key())
 
     # -- questions -------------------------------------------------------------------------
     def accepts(self, ids: Sequence[int]) -> bool:
@@ -220,7 +247,7 @@ def _parts_for(model: BPEModel, automaton, cache: PartsCache | None) -> Tokenize
     """The tokenizer's parts from ``cache``; with the caller's own A_BPE (one promotion per process, as
     ``bpefst promote`` makes), the trie is built beside it and nothing is cached."""
     if automaton is not None:
-        return TokenizerParts.build(model, automaton)
+        return TokenizerParts.build(model, automaton, warm=False)
     return (cache if cache is not None else DEFAULT_PARTS).get(model)
 
 
