@@ -3,8 +3,8 @@
 Usage: .venv/bin/python benchmarks/bench_guided.py [--repeat N] [--vocab gpt2|cl100k ...] [--no-llguidance]
 
 For the eight patterns of bench_promote.py and two JSON schemas, over GPT-2 and
-cl100k, it measures for bpefst (canonical, on demand: ``promotion.guide``'s
-route), outlines-core 0.2.14 (``Index`` + ``Guide``) and llguidance
+cl100k, it measures for bpefst (canonical, on demand: the route of
+``bpefst.promote(...).guide()``), outlines-core 0.2.14 (``Index`` + ``Guide``) and llguidance
 (``LLMatcher``, when its wheel is installed):
 
 * **first mask**: from the regex (or schema) to the first packed int32 bitmask
@@ -42,8 +42,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_promote import PATTERNS, best_of, outlines_vocabulary  # noqa: E402
 from bpefst.decoding import allocate_token_bitmask  # noqa: E402
-from bpefst.promotion import GuidedAutomaton, promote_constraint  # noqa: E402
-from bpefst.promotion.constraints import model_parts  # noqa: E402
+import bpefst  # noqa: E402
+from bpefst.promotion import GuidedAutomaton  # noqa: E402
+from bpefst.promotion.parts import DEFAULT_PARTS  # noqa: E402
 from bpefst.regex.json_schema import schema_to_regex  # noqa: E402
 from bpefst.tokenizer import load_tokenizer  # noqa: E402
 
@@ -88,7 +89,7 @@ class Ours:
         self.bitmask = allocate_token_bitmask(1, model.max_id + 1)
 
     def first(self, regex, cache_dir=None):
-        guided = GuidedAutomaton(promote_constraint(self.model, regex, cache_dir=cache_dir), stop_ids=[self.eos])
+        guided = bpefst.promote(self.model, regex, cache_dir=cache_dir).guide(stop_ids=[self.eos])
         guided.fill_next_token_bitmask(guided.start, self.bitmask)
         return guided
 
@@ -233,9 +234,7 @@ def bench_vocab(label: str, repeat: int, use_llguidance: bool) -> None:
     model = load_tokenizer(DATA / VOCABS[label])
     eos = model.specials.get("<|endoftext|>", model.max_id + 1)
     started = time.perf_counter()
-    trie, automaton = model_parts(model)
-    trie.steps(), trie.chains(), trie.subtrees()
-    automaton.banned_mask(0)  # the one-token banned-set index the on-demand route uses
+    DEFAULT_PARTS.get(model)  # the trie and A_BPE with the indexes every walk reads, once per tokenizer
     t_ours = time.perf_counter() - started
     ours = Ours(model, eos)
     started = time.perf_counter()

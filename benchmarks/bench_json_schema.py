@@ -52,8 +52,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_guided import DATA, VOCABS, LLGuidance  # noqa: E402
 from bpefst.decoding import allocate_token_bitmask  # noqa: E402
 from bpefst.errors import BpefstError  # noqa: E402
-from bpefst.promotion import GuidedAutomaton, promote_constraint  # noqa: E402
-from bpefst.promotion.constraints import default_stop_ids, model_parts  # noqa: E402
+from bpefst.promotion.parts import DEFAULT_PARTS  # noqa: E402
+from bpefst.promotion.token_language import default_stop_ids  # noqa: E402
 from bpefst.regex import ByteAlphabet, alphabet_for, compile_regex  # noqa: E402
 from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_regex  # noqa: E402
 from bpefst.regex.json_schema_words import VOCABULARY  # noqa: E402
@@ -109,10 +109,10 @@ class Ours:
 
     def set_up(self, pattern, schema=None):
         started = time.perf_counter()
-        if schema is not None:  # the user's route: promote(...).guide(), through guide()'s bounded cache
+        if schema is not None:  # the user's route: promote(...).guide()
             guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth).guide()
         else:
-            guided = GuidedAutomaton(promote_constraint(self.model, pattern), stop_ids=self.stops)
+            guided = self.bpefst.promote(self.model, pattern).guide(stop_ids=self.stops)
         if guided.start is not None:
             guided.fill_next_token_bitmask(guided.start, self.bitmask)
         return guided, time.perf_counter() - started
@@ -138,7 +138,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
 
     model = load_tokenizer(DATA / VOCABS[label])
     tokenizer = bpefst.load(DATA / VOCABS[label])
-    model_parts(model)  # per-tokenizer set-up, once (not counted per schema)
+    DEFAULT_PARTS.get(model)  # per-tokenizer set-up, once (not counted per schema)
     ours = Ours(model, timeout, max_depth, text_only)
     ours.bpefst, ours.tokenizer = bpefst, tokenizer
     ll = LLGuidance(label, model, model.specials.get("<|endoftext|>")) if peers else None

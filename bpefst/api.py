@@ -15,7 +15,9 @@ from typing import Iterable, Sequence
 
 from .errors import BpefstError
 from .pipeline.encoder import Tokenizer
-from .promotion.token_language import DEFAULT_MAX_ARCS, DEFAULT_MAX_STATES, TokenLanguage
+from .promotion.language_build import DEFAULT_MAX_ARCS, DEFAULT_MAX_STATES, Limits
+from .promotion.parts import PartsCache
+from .promotion.token_language import TokenLanguage
 
 COMPILE_KINDS = ("dfa", "transducer")
 
@@ -103,7 +105,8 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
             max_depth: int = 2, strict: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
-            max_arcs: int = DEFAULT_MAX_ARCS) -> TokenLanguage:
+            max_arcs: int = DEFAULT_MAX_ARCS, cache_dir: str | os.PathLike | None = None,
+            parts: PartsCache | None = None) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
     ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation;
     values the schema leaves open nest at most ``max_depth`` arrays/objects and a recursive ``$ref`` is followed
@@ -113,8 +116,14 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
     match, following its pre-tokenization unless ``pretokenize=False``),
     ``agnostic`` (every spelling) or ``canonical-direct`` (Algorithm 2).
-    Nothing large is built here: ask the result for ``guide()`` (decoding),
-    ``dfa()`` (written out), ``shared_rows()`` or ``save(path)``.
+    The pattern is read here, once (a pattern the tokenizer's
+    pre-tokenization cannot be modelled for is refused here); each view is
+    built once from it and kept: ``guide()`` (decoding), ``dfa()`` (written out),
+    ``shared_rows()``, ``on_demand()`` or ``save(path)``.  ``cache_dir``
+    (canonical): read the build's set-up from there when an earlier process
+    wrote it, else write it there.  ``parts``: the
+    :class:`~bpefst.promotion.parts.PartsCache` holding the tokenizer's trie
+    and A_BPE (default: one shared cache of two tokenizers).
     """
     from .promotion.constraints import constraint_pattern
     from .regex import alphabet_for, compile_regex
@@ -124,7 +133,8 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     model = _model_of(tokenizer)
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
-    return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs, source=text)
+    return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts, source=text,
+                         cache_dir=cache_dir)
 
 
 def _model_of(tokenizer):

@@ -29,7 +29,7 @@ transformers = pytest.importorskip("transformers")
 jsonschema = pytest.importorskip("jsonschema")
 
 from bpefst.decoding.transformers import AutomatonLogitsProcessor  # noqa: E402
-from bpefst.promotion import guide  # noqa: E402
+import bpefst  # noqa: E402
 from bpefst.regex.json_schema import schema_to_regex  # noqa: E402
 from conftest import hf_gpt2_oracle, require_shared  # noqa: E402
 
@@ -37,6 +37,13 @@ EOS = 50256
 SEEDS = range(int(os.environ.get("BPEFST_DECODING_SEEDS", "5")))
 AGNOSTIC_SEEDS = range(2)
 MAX_NEW_TOKENS = 48
+
+
+def guide(model, regex=None, *, json_schema=None, stop_ids=None, mode="canonical"):
+    """The one public way to a guide: bpefst.promote(...).guide()."""
+    return bpefst.promote(model, regex, json_schema=json_schema, mode=mode).guide(stop_ids)
+
+
 PROMPTS = ["Answer:", "Output="]  # two tokens each with GPT-2, so the batch needs no padding
 
 PATTERNS = [

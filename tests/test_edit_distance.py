@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from bpefst.automata import count_strings, enumerate_strings, minimize
 from bpefst.errors import BpefstError
-from bpefst.promotion.edit_distance import edit_distance_one, table1_automaton
-from bpefst.promotion.wordlists import read_words, words_automaton
+from bpefst.regex.edit_distance import edit_distance_one, table1_automaton
+from bpefst.regex.wordlists import read_words, words_automaton
 from bpefst.regex import ByteAlphabet, CharAlphabet, compile_regex
 
 INF = float("inf")

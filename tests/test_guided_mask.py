@@ -10,7 +10,8 @@ import pytest
 from bpefst.automata import DFA
 from bpefst.decoding import allocate_token_bitmask, apply_token_bitmask
 from bpefst.errors import BpefstError
-from bpefst.promotion import GuidedAutomaton, guide, promote
+import bpefst
+from bpefst.promotion import GuidedAutomaton, promote
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS
 from small_models import random_byte_model
@@ -74,7 +75,7 @@ def test_gpt2_json_schema_random_walks(shared_data):
 
     model = load_tokenizer(shared_data / "gpt2" / "vocab.json")
     schema = {"type": "object", "properties": {"name": {"type": "string"}, "ok": {"type": "boolean"}}, "required": ["name"]}
-    guided = guide(model, json_schema=schema)
+    guided = bpefst.promote(model, json_schema=schema).guide()
     assert guided.stop_ids == {50256}
     rng = random.Random(0)
     for _ in range(6):
@@ -121,13 +122,14 @@ def test_guide_cache_and_arguments(shared_data):
     from bpefst.tokenizer import load_tokenizer
 
     model = load_tokenizer(shared_data / "gpt2" / "vocab.json")
-    first = guide(model, regex=r"(yes|no)")
-    assert guide(model, regex=r"(yes|no)") is first
-    assert guide(model, regex=r"(yes|no)", stop_ids=[1]) is not first
+    language = bpefst.promote(model, r"(yes|no)")
+    first = language.guide()
+    assert language.guide() is first
+    assert language.guide(stop_ids=[1]) is not first
     with pytest.raises(BpefstError, match="exactly one"):
-        guide(model)
+        bpefst.promote(model)
     with pytest.raises(BpefstError, match="mode"):
-        guide(model, regex="a", mode="maxmatch")
+        bpefst.promote(model, regex="a", mode="maxmatch")
 
 
 def test_framework_free_loop_example(shared_data):
@@ -174,23 +176,19 @@ def test_cache_round_trip_small_models(tmp_path, seed):
     assert guide_cache.load(path, automaton, model.fingerprint, regex_text) is None
 
 
-def test_guide_cache_dir_gpt2(shared_data, tmp_path, monkeypatch):
-    """guide(cache_dir=...) writes the set-up once; the next process reads it instead of promoting, same masks."""
-    from bpefst.promotion import constraints, guide_cache
+def test_guide_cache_dir_gpt2(shared_data, tmp_path):
+    """promote(cache_dir=...) writes the set-up once; the next process reads it instead of promoting, same masks."""
+    from bpefst.promotion import guide_cache
     from bpefst.tokenizer import load_tokenizer
 
     model = load_tokenizer(shared_data / "gpt2" / "vocab.json")
     schema = {"type": "object", "properties": {"mail": {"type": "string", "format": "email"}, "n": {"type": "integer"}}}
-    built = guide(model, json_schema=schema, cache_dir=tmp_path)
+    built = bpefst.promote(model, json_schema=schema, cache_dir=tmp_path).guide()
     files = list(tmp_path.iterdir())
     assert len(files) == 1 and files[0].suffix == ".guide"
-
-    def no_promotion(*args, **kwargs):
-        raise AssertionError("promoted again instead of reading the cache")
-
-    monkeypatch.setattr(constraints, "promote", no_promotion)
-    monkeypatch.setattr(constraints, "_guides", type(constraints._guides)())  # a new process: nothing in memory
-    read = guide(model, json_schema=schema, cache_dir=tmp_path)
+    language = bpefst.promote(model, json_schema=schema, cache_dir=tmp_path)  # as a new process would: nothing in memory
+    assert language.built["product"] == 0, "promoted again instead of reading the cache"
+    read = language.guide()
     assert read is not built and isinstance(read.automaton, guide_cache.OnDemandCanonical)
     rng = random.Random(3)
     for _ in range(8):

@@ -207,19 +207,6 @@ def test_restricted_banned_matches_pair_checks(seed: int, data) -> None:
         assert masks[u] == sum(1 << i for i, v in enumerate(followers) if not automaton.allowed(u, v))
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, 10_000), st.sampled_from([r"[ab1-]{1,5}", r"-?1(ab)*", r'"(a|b)*"']), st.sampled_from(["explicit", "implicit"]))
-def test_product_size_bound_bounds_the_product(seed: int, pattern: str, encoding: str) -> None:
-    from bpefst.promotion.canonical import product_size_bound
-
-    model = random_byte_model(seed, alphabet=b'ab1-x"', num_merges=20, pattern=PRESETS["gpt2"])
-    automaton = build_canonical(MergeForest.from_model(model), encoding)
-    lattice = promote_agnostic(compile_regex(pattern, alphabet_for(model)), model, SpellingTrie.from_model(model), minimal=False)
-    product = intersect_canonical(lattice, automaton, minimal=False)
-    states, arcs = product_size_bound(lattice, automaton)
-    assert product.num_states <= states and product.num_arcs <= arcs
-
-
 def test_set_bits_finds_every_set_bit() -> None:
     """Both ways of reading a bitset (few bits, many bits) against the positions it was built from."""
     from bpefst.promotion.canonical import set_bits

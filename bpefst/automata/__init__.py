@@ -13,6 +13,7 @@ arguments.  One concept per module:
 - ``minimization``: Hopcroft minimization and canonical numbering
 - ``product``: lazy products: intersect, union, difference, symmetric difference
 - ``exploration``: materialize an implicitly given DFA (lazy breadth-first search)
+- ``numbering``: hashable keys -> consecutive state numbers, with a state limit (every lazy construction)
 - ``complementation``: completion and complement w.r.t. an alphabet
 - ``equivalence``: Hopcroft-Karp equivalence with shortest counterexamples
 - ``language``: enumerate / count / sample accepted strings, finiteness

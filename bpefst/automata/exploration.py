@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, Hashable, Iterable, TypeVar
 
 from .dfa import DFA
-from .errors import check_limit
+from .numbering import Numbering
 
 K = TypeVar("K", bound=Hashable)
 
@@ -31,17 +31,14 @@ def explore(
     symbol; a missing symbol means the dead state).  Returns the DFA (accessible,
     not trimmed) and ``keys`` with ``keys[q]`` the implicit state behind ``q``.
     """
-    index: dict[K, int] = {start: 0}
-    keys = [start]
+    number = Numbering("exploration", max_states)
+    keys = number.keys
+    number(start)
     transitions: list[dict[int, int]] = []
     for key in keys:  # grows while we iterate
         row: dict[int, int] = {}
         for symbol, nxt in successors(key):
-            target = index.get(nxt)
-            if target is None:
-                target = index[nxt] = len(keys)
-                keys.append(nxt)
-                check_limit(len(keys), max_states, "exploration")
+            target = number(nxt)
             if row.setdefault(symbol, target) != target:
                 raise ValueError(f"successors({key!r}) gave two arcs on symbol {symbol}")
         transitions.append(row)

@@ -15,11 +15,12 @@ from ..automata import load as load_automaton
 from ..automata import random_accepted, to_dot
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..errors import BpefstError
-from ..promotion import MODES, promote
+from ..promotion.language_build import MODES, Limits
 from ..promotion.agnostic import LATTICE
 from ..promotion.maxmatch import promote_maxmatch, wordpiece_alphabet
 from ..promotion.token_automaton_io import save_token_automaton
-from ..promotion.wordlists import read_words, words_automaton
+from ..promotion.token_language import TokenLanguage
+from ..regex.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
 from ..regex.json_schema import DEFAULT_MAX_DEPTH, SchemaWarning, schema_to_regex
@@ -127,7 +128,8 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
         raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
     compiled_at = time.perf_counter()
     try:
-        result = promote(base, model, mode, automaton, max_states=max_states, pretokenize=not no_pretokenize, max_arcs=max_arcs)
+        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=Limits(max_states, max_arcs), automaton=automaton)
+        dfa = language.dfa()
     except StateLimitExceeded:
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
     except ArcLimitExceeded as exc:
@@ -136,11 +138,11 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
                               f"--max-arcs") from None
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
-                          f"from Python, promote(..., minimal=False) builds it with shared rows, and bpefst.promotion.guide(...) "
+                          f"from Python, bpefst.promote(...).shared_rows() keeps it with shared rows, and .guide() builds it "
                           f"on demand for decoding") from None
-    timings = {"load": loaded - started, "pattern": compiled_at - loaded, **result.timings}
+    timings = {"load": loaded - started, "pattern": compiled_at - loaded, **language.timings}
     encoder = ReferenceEncoder(model)
-    _finish(base, result.dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
+    _finish(base, dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
 
 
 def _schema_pattern(schema, whitespace: int, max_depth: int, strict: bool) -> str:

@@ -7,17 +7,17 @@
 - ``llama_cpp``: a logits processor for llama-cpp-python's ``generate`` and
   ``create_completion`` with GGUF models (the ``[llama]`` extra)
 
-The automata come from :func:`bpefst.promotion.guide` (a regex or a JSON
-Schema -> :class:`~bpefst.promotion.GuidedAutomaton`).  A loop without any
+The automata come from ``bpefst.promote(tokenizer, regex or json_schema=...).guide()``
+(:class:`~bpefst.promotion.GuidedAutomaton`).  A loop without any
 framework, for engines that take a mask function (vLLM, SGLang)::
 
     import numpy as np
     from bpefst.decoding import allocate_token_bitmask, apply_token_bitmask
-    from bpefst.promotion import guide
+    import bpefst
     from bpefst.tokenizer import load_tokenizer
 
     model = load_tokenizer("../shared/data/gpt2/vocab.json")
-    guided = guide(model, regex=r"(yes|no|maybe)", stop_ids=[50256])
+    guided = bpefst.promote(model, r"(yes|no|maybe)").guide(stop_ids=[50256])
     bitmask = allocate_token_bitmask(1, 50257)
     state, out = guided.start, []
     while True:

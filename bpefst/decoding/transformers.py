@@ -13,13 +13,12 @@ stops a row at its EOS as usual.  Greedy search, sampling, batches and
 
 >>> import torch, transformers                                          # doctest: +SKIP
 >>> from bpefst.decoding.transformers import AutomatonLogitsProcessor
->>> from bpefst.promotion import guide
->>> from bpefst.tokenizer import load_tokenizer
->>> guided = guide(load_tokenizer("gpt2/vocab.json"), json_schema=schema, stop_ids=[50256])
+>>> import bpefst
+>>> guided = bpefst.promote(bpefst.load("gpt2/vocab.json"), json_schema=schema).guide(stop_ids=[50256])
 >>> out = model.generate(input_ids, logits_processor=transformers.LogitsProcessorList(
 ...     [AutomatonLogitsProcessor(guided)]), eos_token_id=50256, pad_token_id=50256, max_new_tokens=64)
 
-With the default ``mode="canonical"`` of :func:`~bpefst.promotion.guide`,
+With the default ``mode="canonical"`` of :func:`bpefst.promote`,
 every sequence is the tokenizer's own encoding of its text, the one the
 model saw in training; ``mode="agnostic"`` allows every spelling (as
 outlines-core, llguidance and xgrammar do).

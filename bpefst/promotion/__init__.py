@@ -9,9 +9,12 @@
 - ``promote``: the routes behind one call, with stage timings
 - ``on_demand``: the pre-tokenized canonical automaton as a lazy product
   (lattice and liveness built up front, states as a decoder reaches them)
+- ``token_language``: a promoted pattern as one value built once
+  (``bpefst.promote``), its views (guide, on demand, shared rows, DFA) read
+  from that build; ``language_build``: the build per mode, with its limits
+  and refusals; ``parts``: the tokenizer's trie and A_BPE, in a bounded cache
 - ``guided``: the decoding API over a promoted automaton
-- ``constraints``: a regex or JSON Schema over a tokenizer -> a cached guided automaton
-- ``edit_distance``, ``wordlists``: input automata (Table 1; --words)
+- ``constraints``: a regex or JSON Schema -> pattern text (and deprecated aliases)
 """
 
 from .agnostic import SpellingTrie, promote_agnostic
@@ -19,9 +22,9 @@ from .canonical import intersect_canonical
 from .direct import promote_direct
 from .guided import GuidedAutomaton
 from .on_demand import OnDemandCanonical
-from .pretokenized import promote_pretokenized
 from .promote import MODES, Promotion, promote
 from .constraints import constraint_pattern, guide, promote_constraint
+from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts
+from .token_language import TokenLanguage
 
-__all__ = ["MODES", "GuidedAutomaton", "constraint_pattern", "guide", "promote_constraint", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct",
-           "promote_pretokenized"]
+__all__ = ["DEFAULT_PARTS", "PartsCache", "TokenLanguage", "TokenizerParts", "MODES", "GuidedAutomaton", "constraint_pattern", "guide", "promote_constraint", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct"]

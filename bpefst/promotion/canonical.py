@@ -268,22 +268,3 @@ def set_bits(mask: int) -> list[int]:
             mask ^= 1 << bit
         return bits
     return [match.start() for match in _ONE.finditer(bin(mask)[:1:-1])]
-
-
-def product_size_bound(lattice: DFA, automaton: CanonicalAutomaton) -> tuple[int, int]:
-    """An upper bound on ``(states, arcs)`` of ``lattice ∩ A_BPE`` before minimization, without building it.
-
-    Every product state is the start or ``(r, BANNED(t) ∩ out(r))`` for some
-    lattice arc ``q -t-> r``, and has ``|out(r)|`` minus its banned tokens as
-    arcs.  Costs one bitset AND per (arc target, token class): this is how
-    a caller can report how large a canonical automaton would be when it is
-    too large to materialize (e-mail or JSON patterns over 50k-100k vocabularies).
-    """
-    transitions = [{t: r for t, r in row.items() if automaton.reachable[t]} for row in lattice.transitions]
-    token_class, class_banned, bit_of, _ = banned_view(transitions, automaton)
-    masks = [token_mask(row if bit_of is None else map(bit_of.__getitem__, row)) for row in transitions]
-    pairs = {(r, token_class[t]) for row in transitions for t, r in row.items()}
-    states = {(r, class_banned[c] & masks[r]) for r, c in pairs}
-    states.add((lattice.start, 0))
-    arcs = sum(len(transitions[r]) - banned.bit_count() for r, banned in states)
-    return len(states), arcs

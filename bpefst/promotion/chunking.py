@@ -237,7 +237,7 @@ class Chunker:
         return None if None in out else out  # type: ignore[return-value]
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=len(RULES))  # one per preset
 def chunker_for(preset: str) -> Chunker:
     return Chunker(RULES[preset])
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 from itertools import repeat
 
 from ..automata import DFA
-from ..automata.errors import StateLimitExceeded
+from ..automata.numbering import Numbering
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
 from ..bpe.compatibility import compatible_before
 from .agnostic import SpellingTrie, walk_groups
@@ -77,13 +77,13 @@ class OnDemandCanonical:
         self.good = liveness.solve()
         self._filed = liveness.filed
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
-        self._index: dict[frozenset, int] = {}
-        self._states: list[frozenset] = []
-        self._rows: list[dict[int, int] | None] = []
         self._begin(chunked.start)
 
     def _begin(self, start: int) -> None:
         """Number the start configuration (once liveness is known)."""
+        self._numbering = Numbering("on-demand canonical promotion", self.max_states)
+        self._states: list[frozenset] = self._numbering.keys  # state -> its configurations
+        self._rows: list[dict[int, int] | None] = []
         self.start_q = start
         self.start = self._number(frozenset({(start, CHUNK_START)})) if (self.good[start] or start in self.finals_q) else None
         self.finals = _Finals(self)
@@ -102,19 +102,14 @@ class OnDemandCanonical:
         self.finals_q, self.cut, self.good, self._filed = liveness["finals"], liveness["cut"], liveness["good"], liveness["filed"]
         self.groups = None  # only liveness reads them
         self._rows_q = [None] * len(self.cut)
-        self._index, self._states, self._rows = {}, [], []
         self._begin(liveness["start"])
         return self
 
     # -- states --------------------------------------------------------------------------
     def _number(self, configurations: frozenset) -> int:
-        k = self._index.get(configurations)
-        if k is None:
-            k = self._index[configurations] = len(self._states)
-            self._states.append(configurations)
+        k = self._numbering(configurations)
+        if k == len(self._rows):  # a new state: its row is computed when asked for
             self._rows.append(None)
-            if self.max_states is not None and k >= self.max_states:
-                raise StateLimitExceeded("on-demand canonical promotion", self.max_states)
         return k
 
     def is_final(self, state: int) -> bool:

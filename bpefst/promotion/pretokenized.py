@@ -34,14 +34,17 @@ canonical promotion (Eq. 5 of seed 000).
    ``BOUNDARY`` arc, the next token may instead start a new chunk (nothing
    banned).  Both can be alive at once until the text decides, so the
    configurations are grouped into subsets; subsets stay small because the
-   chunking is a function of the text.  The result is minimized.
+   chunking is a function of the text.  The result is trim, its rows shared
+   (:class:`~bpefst.automata.shared_rows.SharedRowDFA`); it is the
+   ``shared_rows()`` view of a :class:`~.token_language.TokenLanguage`.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from ..automata import DFA, difference, minimize, shortest_accepted, trim
+from ..automata import DFA, difference, shortest_accepted, trim
+from ..automata.numbering import Numbering
 from ..automata.shared_rows import SharedRowDFA
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..bpe import CanonicalAutomaton
@@ -51,28 +54,9 @@ from ..regex.utf8 import utf8_dfa
 from ..tokenizer import PRESETS, BPEModel
 from .agnostic import SpellingTrie, token_rows
 from .canonical import banned_view, set_bits, token_mask
-from .chunking import Chunker, chunker_for, rules_for
+from .chunking import RULES, Chunker, chunker_for, rules_for
 
 BOUNDARY = 1 << 40  # larger than any token id; never in a spelling trie
-
-
-def promote_pretokenized(pattern: DFA, model: BPEModel, automaton: CanonicalAutomaton, trie: SpellingTrie | None = None,
-                         pretokenizer: str | None = None, max_states: int | None = None) -> DFA:
-    """Minimal DFA of ``{encode_ordinary(s) : s in L(pattern)}`` (see the module docstring).
-
-    ``pretokenizer`` is the pre-tokenization pattern (default: the model's).
-    Raises :class:`BpefstError` for a pattern without chunk rules (see
-    :func:`chunker_or_whole`).
-    """
-    trie = trie or SpellingTrie.from_model(model)
-    chunker = chunker_or_whole(pattern, model, model.pattern if pretokenizer is None else pretokenizer)
-    if chunker is None:  # the whole match is one chunk
-        from .agnostic import promote_agnostic
-        from .canonical import intersect_canonical
-
-        return intersect_canonical(promote_agnostic(pattern, model, trie, minimal=False), automaton, max_states=max_states)
-    chunked = chunked_pattern(pattern, model, chunker, max_states)
-    return canonical_subsets(chunked, trie, automaton, max_states)
 
 
 def chunker_or_whole(pattern: DFA, model: BPEModel, pretokenizer: str | None) -> Chunker | None:
@@ -101,24 +85,6 @@ def _require_single_whitespace_chunk(pattern: DFA, model: BPEModel) -> None:
 
 
 # ---------------------------------------------------------------- step 1: the chunked pattern
-class _Numbering:
-    """Numbers product states in the order they are first named; StateLimitExceeded past ``limit``."""
-
-    def __init__(self, what: str, limit: int | None):
-        self.what, self.limit = what, limit
-        self.index: dict = {}
-        self.keys: list = []  # state number -> key; grows while the caller iterates over it
-
-    def __call__(self, key) -> int:
-        k = self.index.get(key)
-        if k is None:
-            k = self.index[key] = len(self.keys)
-            self.keys.append(key)
-            if self.limit is not None and k >= self.limit:
-                raise StateLimitExceeded(self.what, self.limit)
-        return k
-
-
 def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states: int | None = None) -> DFA:
     """``pattern x chunker`` over base symbols and :data:`BOUNDARY` (trimmed).
 
@@ -129,7 +95,7 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     step_symbol = _symbol_stepper(model, chunker)
     chunks = chunker.dfa.transitions
     cut = chunker.boundary
-    number = _Numbering("the chunked pattern", max_states)
+    number = Numbering("the chunked pattern", max_states)
     states: list[tuple[int, int, int]] = number.keys
     rows: list[dict[int, int]] = []
     number((pattern.start, chunker.dfa.start, 0))
@@ -189,7 +155,7 @@ def _symbol_stepper(model: BPEModel, chunker: Chunker):
     return step_char
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=len(RULES))  # one per preset
 def utf8_decoder(preset: str) -> list[dict[int, int]]:
     """A DFA reading one UTF-8 character: ``rows[d][byte]`` is the next state, or ``-1 - atom`` at its end.
 
@@ -324,11 +290,6 @@ class BannedTokens:
         return (self.mask & self.space.row_mask(row)).bit_count()
 
 
-def canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, max_states: int | None = None) -> DFA:
-    """The canonical token DFA over the chunked pattern (step 3 of the module docstring), minimized."""
-    return minimize(shared_canonical_subsets(chunked, trie, automaton, max_states).to_dfa())
-
-
 def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton,
                              max_states: int | None = None, max_lattice_arcs: int | None = None,
                              max_arcs: int | None = None) -> SharedRowDFA:
@@ -369,7 +330,7 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
         after = transitions[r].get(BOUNDARY)
         return ((r, banned),) if after is None else ((r, banned), (after, 0))
 
-    number = _Numbering("pre-tokenized canonical promotion", max_states)
+    number = Numbering("pre-tokenized canonical promotion", max_states)
     queue: list[frozenset] = number.keys
     arc_target: dict[tuple[int, int], int] = {}  # (class of t, r) -> the subset after -t-> r
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..automata import DFA, minimize, trim
+from ..automata import DFA, minimize
 from ..automata.errors import ArcLimitExceeded
 from ..automata.shared_rows import SharedRowDFA
 from ..bpe import CanonicalAutomaton, MergeForest, build_canonical
@@ -50,10 +50,8 @@ from .agnostic import SpellingTrie, promote_agnostic
 from .canonical import intersect_canonical
 from .direct import promote_direct
 from .on_demand import OnDemandCanonical
-from .pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole, shared_canonical_subsets
-
-MODES = ("agnostic", "canonical", "canonical-direct")
-
+from .language_build import MODES, check_mode, source_automaton
+from .pretokenized import BOUNDARY, shared_canonical_subsets
 
 @dataclass
 class Promotion:
@@ -76,21 +74,13 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
     and those of the token lattice every mode starts from (StateLimitExceeded /
     ArcLimitExceeded); the shared-row form (``minimal=False``) writes no arcs.
     """
-    if mode not in MODES:
-        raise BpefstError(f"unknown promotion mode {mode!r} (expected one of {', '.join(MODES)})")
+    check_mode(mode)
     started = time.perf_counter()
-    chunker = None
-    if pretokenize is not False and mode != "agnostic":
+    pretokenizer = None
+    if pretokenize is not False:
         pretokenizer = model.pattern if pretokenize is True else resolve_pattern(pretokenize)
-        chunker = chunker_or_whole(pattern, model, pretokenizer)
-    chunked = None
-    if chunker is not None:
-        chunked = chunked_pattern(pattern, model, chunker, max_states)
-        if not any(BOUNDARY in row for row in chunked.transitions):  # no match is cut: one chunk each
-            pattern, chunker, chunked = minimize(chunked), None, None
-        elif mode == "canonical-direct":
-            raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
-                              f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match canonicity (mode=, pretokenize=False in Python)")
+    pattern, cut = source_automaton(pattern, model, mode, pretokenizer, max_states)
+    chunked = pattern if cut else None
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     if pretokenize is not False and mode != "agnostic":
@@ -110,7 +100,7 @@ def promote(pattern: DFA, model: BPEModel, mode: str = "canonical", automaton: C
         if automaton is None:
             automaton = build_canonical(MergeForest.from_model(model))
             lap("a_bpe")
-        lazy = OnDemandCanonical(chunked if chunked is not None else trim(pattern), trie, automaton, BOUNDARY,
+        lazy = OnDemandCanonical(pattern, trie, automaton, BOUNDARY,
                                  max_states=max_states, max_lattice_arcs=max_arcs)
         lap("liveness")
         return Promotion(lazy, mode, timings)

@@ -18,7 +18,7 @@ from ..artifact import check_header, read_header_and_body, write_artifact
 from ..automata import DFA
 from ..automata.serialize import from_body, to_body
 from ..errors import ArtifactError
-from .promote import MODES
+from .language_build import MODES
 
 KIND = "token-automaton"
 SCHEMA = 1

@@ -1,131 +1,211 @@
-"""A promoted pattern as one value: the token sequences that spell its matches, with each route as a view.
+"""A promoted pattern as one value: the token sequences that spell its matches, built once, with views.
 
 ``bpefst.promote(tokenizer, regex)`` returns a :class:`TokenLanguage`.  The
-language is fixed when it is made (pattern, tokenizer, mode, pre-tokenization);
-how it is represented is chosen by the caller when asking, and each form is
-built on first use and kept:
+language reads its pattern when it is made (:mod:`.language_build`: the
+chunked pattern), so a pattern the tokenizer's pre-tokenization cannot be
+modelled for is refused by ``promote()`` itself; the product of its mode is
+built then too, except the canonical lazy product, which waits for the first
+view that reads it (``bpefst promote -o`` writes the shared rows out and
+never needs it).  Each view is built once, has one type, and is kept:
 
-* :meth:`TokenLanguage.guide` -- a :class:`~.guided.GuidedAutomaton` for
-  decoding; for ``canonical`` the on-demand lazy product (:mod:`.on_demand`,
-  states expanded as a decoder reaches them, the fastest route by far);
-* :meth:`TokenLanguage.on_demand` -- that lazy product itself;
-* :meth:`TokenLanguage.shared_rows` -- every state enumerated, rows stored once
-  (:mod:`bpefst.automata.shared_rows`);
-* :meth:`TokenLanguage.dfa` -- written out and minimized, what ``bpefst
-  promote -o`` saves (bounded by ``max_arcs``: e-mail or JSON patterns over
+* :meth:`TokenLanguage.guide` -- a :class:`~.guided.GuidedAutomaton` over the
+  product (for ``canonical`` the lazy product, states expanded as a decoder
+  reaches them), whatever was asked before;
+* :meth:`TokenLanguage.on_demand` -- that lazy product itself (``canonical``);
+* :meth:`TokenLanguage.shared_rows` -- every state enumerated, each row
+  stored once, a :class:`~bpefst.automata.shared_rows.SharedRowDFA`;
+* :meth:`TokenLanguage.dfa` -- written out and minimized (for ``canonical``
+  from the shared rows, which count their arcs while built), what ``bpefst
+  promote -o`` saves (refused past ``max_arcs``: e-mail or JSON patterns over
   large vocabularies are refused here, and only here).
 
-All views accept the same language (tested); :meth:`save` writes the
-``token-automaton`` artifact and :meth:`load` reads one back (a loaded
-language has only its written-out view).
+All views accept the same language (tested).  ``built`` counts what the
+language has built, by stage, and ``timings`` says how long each took.  The
+tokenizer's trie and A_BPE come from a :class:`~.parts.PartsCache` (bounded);
+a ``cache_dir`` keeps the canonical product's set-up on disk for the next
+process (:mod:`.guide_cache`).  :meth:`save` writes the ``token-automaton``
+artifact and :meth:`load` reads one back (a loaded language has only its
+written-out view).
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections import Counter, OrderedDict
 from typing import Sequence
 
-from ..automata import DFA
+from ..automata import DFA, minimize
+from ..automata.errors import ArcLimitExceeded
+from ..automata.shared_rows import SharedRowDFA
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
-from .constraints import EmptyConstraint
+from . import guide_cache
 from .guided import GuidedAutomaton
-from .promote import MODES, promote
+from .language_build import MODES, Limits, build_product, check_mode, source_automaton
+from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts
+from .pretokenized import shared_canonical_subsets
 from .token_automaton_io import load_token_automaton, save_token_automaton
 
-DEFAULT_MAX_STATES = 1_000_000
-DEFAULT_MAX_ARCS = 20_000_000
+GUIDES_KEPT = 4  # guides per language, one per stop-id set asked for (least recently used dropped)
+STOP_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "<|eot_id|>", "<|im_end|>", "</s>", "<eos>")
+
+
+def default_stop_ids(model: BPEModel) -> list[int]:
+    """The model's end-of-text special tokens, by their usual names."""
+    return [model.specials[name] for name in STOP_TOKENS if name in model.specials]
 
 
 class TokenLanguage:
-    """The token sequences a tokenizer may produce for the matches of ``pattern`` (see the module docstring)."""
+    """The token sequences a tokenizer may produce for the matches of ``pattern`` (see the module docstring).
 
-    def __init__(self, pattern: DFA | None, model: BPEModel | None, mode: str = "canonical", pretokenize: bool = True,
-                 automaton=None, max_states: int = DEFAULT_MAX_STATES, max_arcs: int = DEFAULT_MAX_ARCS,
-                 fingerprint: str | None = None, source: str | None = None):
-        if mode not in MODES:
-            raise BpefstError(f"mode= must be one of {', '.join(MODES)}, not {mode!r}")
+    ``automaton``: the tokenizer's A_BPE when the caller already has it (a
+    ``bpefst compile`` artifact); ``parts``: the cache of tokenizer parts to
+    use (default :data:`~.parts.DEFAULT_PARTS`); ``source``: the regex text,
+    which names the language in ``cache_dir`` (needed only there).
+    """
+
+    def __init__(self, pattern: DFA, model: BPEModel, mode: str = "canonical", pretokenize: bool = True, *,
+                 limits: Limits = Limits(), automaton=None, parts: PartsCache | None = None, source: str | None = None,
+                 cache_dir: str | os.PathLike | None = None):
+        check_mode(mode)
         self.pattern, self.model, self.mode, self.pretokenize = pattern, model, mode, pretokenize
-        self.automaton = automaton  # A_BPE, when the caller already has it
-        self.max_states, self.max_arcs = max_states, max_arcs
-        self.source = source  # the regex text, when made from one: guides are then shared across languages (.constraints)
-        self.fingerprint = fingerprint if fingerprint is not None else (model.fingerprint if model is not None else "")
+        self.limits, self.source, self.fingerprint = limits, source, model.fingerprint
+        self.built: Counter[str] = Counter()
+        self.timings: dict[str, float] = {}
         self._views: dict[str, object] = {}
+        self._guides: OrderedDict[tuple, GuidedAutomaton] = OrderedDict()
+        self.parts = self._stage("parts", lambda: _parts_for(model, automaton, parts))
+        self._source = None
+        self._product = self._read_cache(cache_dir) if cache_dir is not None else None
+        if self._product is None:
+            self._source_automaton()  # what can refuse the pattern, refuses now
+            if mode != "canonical" or cache_dir is not None:  # the canonical product waits for a view that reads it
+                self._the_product()
+            self._write_cache(cache_dir)
 
     def __repr__(self) -> str:
-        built = ", ".join(sorted({k if isinstance(k, str) else k[0] for k in self._views})) or "nothing built yet"
-        return f"<bpefst.TokenLanguage {self.mode} ({built})>"
+        return f"<bpefst.TokenLanguage {self.mode} (built: {', '.join(sorted(self.built)) or 'nothing'})>"
+
+    def _stage(self, name: str, build):
+        """Run one stage of the build, counted in ``built`` and timed in ``timings``."""
+        started = time.perf_counter()
+        result = build()
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
+        self.built[name] += 1
+        return result
+
+    def _source_automaton(self) -> DFA:
+        """The (chunked) pattern the constructions read; built once (:func:`.language_build.source_automaton`)."""
+        if self._source is None:
+            name = "chunked pattern" if self.pretokenize and self.mode != "agnostic" and self.model.pattern else "pattern"
+            pretokenizer = self.model.pattern if self.pretokenize else None
+            self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode, pretokenizer,
+                                                                           self.limits.max_states))
+        return self._source
+
+    def _the_product(self):
+        """The product every view reads (:func:`.language_build.build_product`), built once."""
+        if self._product is None:
+            self._product = self._view("product", lambda: build_product(self._source_automaton(), self.model, self.mode,
+                                                                        self.parts, self.limits))
+        return self._product
 
     # -- views ---------------------------------------------------------------------------
-
     def _view(self, name: str, build):
         if name not in self._views:
             if self.pattern is None:
                 raise BpefstError(f"this token language was loaded from a file and has only its written-out form; "
                                   f"its {name.replace('_', ' ')} view needs the pattern and tokenizer (bpefst.promote)")
-            self._views[name] = build()
+            self._views[name] = self._stage(name, build)
         return self._views[name]
-
-    def _promote(self, **options):
-        from .constraints import model_parts
-
-        trie, automaton = model_parts(self.model)  # kept per tokenizer: the next language over it starts from them
-        return promote(self.pattern, self.model, self.mode, self.automaton or automaton, trie=trie, max_states=self.max_states,
-                       pretokenize=self.pretokenize and self.mode != "agnostic", max_arcs=self.max_arcs, **options).dfa
-
-    def dfa(self) -> DFA:
-        """The minimal DFA, written out (may raise ArcLimitExceeded for very large languages)."""
-        return self._view("dfa", self._promote)
-
-    def shared_rows(self):
-        """Every state enumerated, each lattice row stored once (canonical); the DFA for agnostic."""
-        if self.mode == "agnostic":
-            return self.dfa()
-        return self._view("shared_rows", lambda: self._promote(minimal=False))
 
     def on_demand(self):
         """The canonical language as a lazy product: states built as they are reached (``canonical`` only)."""
         if self.mode != "canonical":
             raise BpefstError(f"the on-demand form exists for mode='canonical', not {self.mode!r}")
-        return self._view("on_demand", lambda: self._promote(on_demand=True))
+        return self._the_product()
+
+    def dfa(self) -> DFA:
+        """The minimal DFA, written out (ArcLimitExceeded past ``max_arcs`` arcs)."""
+        if self.mode == "canonical":
+            if "dfa" not in self._views and "shared_rows" not in self._views and self.pattern is not None:
+                # built with the write-out limit, so that a language too large is refused while it is built
+                self._views["shared_rows"] = self._stage("shared_rows", lambda: self._shared_rows(self.limits.max_arcs))
+            return self._view("dfa", self._written_out)
+        if self.mode == "agnostic":
+            return self._view("dfa", lambda: minimize(self._the_product()))
+        return self._view("dfa", self._the_product)  # Algorithm 2 gives the minimal DFA
+
+    def shared_rows(self) -> SharedRowDFA:
+        """Every state enumerated, each lattice row stored once."""
+        if self.mode != "canonical":
+            return self._view("shared_rows", lambda: _one_part_per_state(self._the_product()))
+        return self._view("shared_rows", self._shared_rows)
+
+    def _shared_rows(self, max_arcs: int | None = None) -> SharedRowDFA:
+        """The canonical subsets over the (chunked) pattern, rows shared (:func:`.pretokenized.shared_canonical_subsets`);
+        ``max_arcs`` refuses them while they are built when writing them out would pass it."""
+        return shared_canonical_subsets(self._source_automaton(), self.parts.trie, self.parts.automaton, self.limits.max_states,
+                                        max_lattice_arcs=self.limits.max_arcs, max_arcs=max_arcs)
+
+    def _written_out(self) -> DFA:
+        """The shared-row view written out and minimized.  Written out from the shared rows, not the lazy
+        product: they are near-minimal and count their arcs while built, so a language too large to write
+        out (e-mail over GPT-2: 200M arcs) is refused in seconds."""
+        limit, shared = self.limits.max_arcs, self._views["shared_rows"]
+        if limit is not None and (arcs := shared.num_arcs) > limit:
+            raise ArcLimitExceeded("the canonical automaton", limit, arcs)
+        return minimize(shared.to_dfa())
 
     def guide(self, stop_ids: int | Sequence[int] | None = None, cache_dir: str | os.PathLike | None = None) -> GuidedAutomaton:
-        """The decoding interface over the cheapest form: on demand for ``canonical``, the DFA otherwise.
+        """The decoding interface over the product (a DFA for a language loaded from a file).
 
         ``stop_ids`` (default: the tokenizer's end-of-text specials, such as
         ``<|endoftext|>``) are allowed exactly in accepting states, so a decoder
         that samples one has produced a whole match (see :mod:`bpefst.decoding`).
-        ``cache_dir`` keeps the canonical automaton's set-up on disk for the
-        next process (:mod:`.guide_cache`).
+        ``cache_dir`` writes the canonical product's set-up there for the next
+        process, unless it is there already (``bpefst.promote(cache_dir=)`` reads it).
         """
+        if cache_dir is not None:
+            self._write_cache(cache_dir)
         if stop_ids is None:
-            from .constraints import default_stop_ids
-
             stop_ids = default_stop_ids(self.model) if self.model is not None else ()
-        stops = tuple(sorted([stop_ids] if isinstance(stop_ids, int) else stop_ids))
-        key = ("guide", stops)
-        if key not in self._views and self._shared_guide_applies():
-            from .constraints import guide
+        key = tuple(sorted([stop_ids] if isinstance(stop_ids, int) else stop_ids))
+        guided = self._guides.get(key)
+        if guided is None:
+            form = self.dfa() if self.pattern is None else self._the_product()
+            guided = self._guides[key] = GuidedAutomaton(form, stop_ids=key)
+            while len(self._guides) > GUIDES_KEPT:
+                self._guides.popitem(last=False)
+        self._guides.move_to_end(key)
+        return guided
 
-            try:  # the same constraint over the same tokenizer reuses the states and masks earlier decodes expanded
-                self._views[key] = guide(self.model, self.source, mode=self.mode, stop_ids=stops, max_states=self.max_states,
-                                         max_arcs=self.max_arcs, cache_dir=cache_dir)
-            except EmptyConstraint:
-                pass  # an empty language: built below, with no start state
-        if key not in self._views:
-            if "dfa" in self._views or self.pattern is None or self.mode != "canonical":
-                form = self.dfa()
-            else:
-                form = self.on_demand()
-            self._views[key] = GuidedAutomaton(form, stop_ids=stops)
-        return self._views[key]
+    # -- the on-disk cache of the canonical set-up ----------------------------------------------
+    def _cache_key(self) -> str:
+        """What names this language in a cache directory: the regex, and whether pre-tokenization is followed."""
+        if self.source is None:
+            raise BpefstError("cache_dir needs a language promoted from a regex or a JSON Schema (bpefst.promote)")
+        follows = self.pretokenize or self.model.pattern is None
+        return self.source if follows else f"{self.source}\0whole-match"
 
-    def _shared_guide_applies(self) -> bool:
-        return (self.source is not None and self.mode in ("canonical", "agnostic") and "dfa" not in self._views
-                and (self.pretokenize or self.mode == "agnostic" or self.model.pattern is None))
+    def _read_cache(self, cache_dir):
+        if self.mode != "canonical":
+            return None
+        path = guide_cache.cache_path(cache_dir, self.fingerprint, self._cache_key())
+        found = guide_cache.load(path, self.parts.automaton, self.fingerprint, self._cache_key(), self.limits.max_states)
+        if found is not None:
+            self.built["product from cache"] += 1
+        return found
+
+    def _write_cache(self, cache_dir) -> None:
+        if cache_dir is None or self.mode != "canonical" or self.pattern is None:
+            return
+        path = guide_cache.cache_path(cache_dir, self.fingerprint, self._cache_key())
+        if not path.exists():
+            guide_cache.save(path, self._the_product(), self.fingerprint, self._cache_key())
 
     # -- questions -------------------------------------------------------------------------
-
     def accepts(self, ids: Sequence[int]) -> bool:
         """Whether the token sequence ``ids`` is in the language."""
         guide = self.guide()
@@ -144,7 +224,6 @@ class TokenLanguage:
         return form.is_empty() if isinstance(form, DFA) else False
 
     # -- files -----------------------------------------------------------------------------
-
     def save(self, path: str | os.PathLike) -> None:
         """Write the ``token-automaton`` artifact (the minimal DFA; what ``bpefst promote -o`` writes)."""
         save_token_automaton(path, self.dfa(), self.mode, self.fingerprint)
@@ -155,7 +234,24 @@ class TokenLanguage:
         from ..artifact import read_header_and_body
 
         mode, dfa = load_token_automaton(path, expected_fingerprint)
-        language = cls(None, None, mode if mode in MODES else "canonical", fingerprint=read_header_and_body(path)["fingerprint"])
-        language.mode = mode  # maxmatch artifacts keep their own mode name
-        language._views["dfa"] = dfa
+        language = cls.__new__(cls)
+        language.pattern = language.model = language.source = language._product = language._source = None
+        language.mode, language.pretokenize, language.limits = mode, False, Limits()  # maxmatch keeps its own mode name
+        language.fingerprint = read_header_and_body(path)["fingerprint"]
+        language.built, language.timings, language.parts = Counter(), {}, None
+        language._views, language._guides = {"dfa": dfa}, OrderedDict()
         return language
+
+
+def _parts_for(model: BPEModel, automaton, cache: PartsCache | None) -> TokenizerParts:
+    """The tokenizer's parts from ``cache``; with the caller's own A_BPE (one promotion per process, as
+    ``bpefst promote`` makes), the trie is built beside it and nothing is cached."""
+    if automaton is not None:
+        return TokenizerParts.build(model, automaton, warm=False)
+    return (cache if cache is not None else DEFAULT_PARTS).get(model)
+
+
+def _one_part_per_state(dfa: DFA) -> SharedRowDFA:
+    """``dfa`` as a SharedRowDFA whose every state is its own row (agnostic and direct products share none)."""
+    n = len(dfa.transitions)
+    return SharedRowDFA(dfa.transitions, [((q, frozenset()),) for q in range(n)], [None] * n, dfa.start, frozenset(dfa.finals))

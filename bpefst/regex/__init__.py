@@ -10,7 +10,10 @@ Syntax: see :mod:`.syntax`; alphabets (bytes in UTF-8, characters, and the
 end-of-word-suffix convention of the WikiText tokenizers): see
 :mod:`.alphabets`.  Errors are :class:`RegexSyntaxError` (a ``BpefstError``
 whose message ends with ``at position N``) and
-:class:`~bpefst.automata.StateLimitExceeded`.
+:class:`~bpefst.automata.StateLimitExceeded`.  Two other input automata over
+the same alphabets: :mod:`.wordlists` (a literal list of strings, ``promote
+--words``) and :mod:`.edit_distance` (the edit-distance-one automaton of
+Table 1 of seed 000).
 
 This package is ``bpefst.regex``; the third-party ``regex`` module (the test
 oracle, and the source of the Unicode tables) is imported absolutely and is

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from ..automata import DFA, minimize
 from ..errors import BpefstError
-from ..regex import Alphabet
+from .alphabets import Alphabet
 
 
 def words_automaton(words: Iterable[str], alphabet: Alphabet, *, strict: bool = True) -> DFA:

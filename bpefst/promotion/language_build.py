@@ -1,0 +1,82 @@
+"""The one build behind a :class:`~.token_language.TokenLanguage`, made when the language is.
+
+Each mode has its own construction of the product every view is read from:
+
+* ``canonical``: the lazy product of the pattern's token lattice with A_BPE
+  (:class:`~.on_demand.OnDemandCanonical`: lattice and liveness up front,
+  states when asked; Eq. 5 of seed 000 with the local pair check of
+  Sec. 6.5), over the **chunked pattern** when the tokenizer's
+  pre-tokenization cuts some match (:mod:`.pretokenized`), else over the
+  pattern itself;
+* ``agnostic``: the trimmed token lattice (Eq. 3);
+* ``canonical-direct``: Algorithm 2 of seed 001 merge by merge (Eq. 4).
+
+Everything that can refuse a pattern (a pre-tokenization the chunker cannot
+model, ``canonical-direct`` over a pattern whose matches are cut) refuses
+here, when the language is made, not at its first view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..automata import DFA, minimize, trim
+from ..errors import BpefstError
+from ..tokenizer import BPEModel
+from .agnostic import promote_agnostic
+from .direct import promote_direct
+from .on_demand import OnDemandCanonical
+from .parts import TokenizerParts
+from .pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
+
+MODES = ("agnostic", "canonical", "canonical-direct")
+DEFAULT_MAX_STATES = 1_000_000
+DEFAULT_MAX_ARCS = 20_000_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How far a build may go: states numbered (StateLimitExceeded), arcs of the token lattice or
+    written out (ArcLimitExceeded); None is no limit."""
+
+    max_states: int | None = DEFAULT_MAX_STATES
+    max_arcs: int | None = DEFAULT_MAX_ARCS
+
+
+def check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise BpefstError(f"mode= must be one of {', '.join(MODES)}, not {mode!r}")
+
+
+def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str | None,
+                     max_states: int | None) -> tuple[DFA, bool]:
+    """The automaton the canonical constructions read, and whether pre-tokenization cuts some match.
+
+    With a ``pretokenizer`` (its pattern text; canonical modes only) the
+    pattern is crossed with the preset's chunker
+    (:func:`.pretokenized.chunked_pattern`); when no match is cut the chunked
+    pattern is the pattern again, minimized, and the whole-match
+    constructions apply.  ``canonical-direct`` does not model
+    pre-tokenization and refuses a pattern whose matches are cut.
+    """
+    chunker = chunker_or_whole(pattern, model, pretokenizer) if mode != "agnostic" else None
+    if chunker is None:
+        return trim(pattern), False
+    chunked = chunked_pattern(pattern, model, chunker, max_states)
+    if not any(BOUNDARY in row for row in chunked.transitions):
+        return minimize(chunked), False
+    if mode == "canonical-direct":
+        raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
+                          f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match "
+                          f"canonicity (mode=, pretokenize=False in Python)")
+    return chunked, True
+
+
+def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts, limits: Limits):
+    """The product of ``mode`` over ``source`` (module docstring): an OnDemandCanonical or a DFA."""
+    if mode == "canonical":
+        return OnDemandCanonical(source, parts.trie, parts.automaton, BOUNDARY, max_states=limits.max_states,
+                                 max_lattice_arcs=limits.max_arcs)
+    if mode == "agnostic":
+        return promote_agnostic(source, model, parts.trie, minimal=False, max_arcs=limits.max_arcs)
+    return promote_direct(source, model)

@@ -1,0 +1,191 @@
+"""The contract of :class:`bpefst.TokenLanguage`, through ``bpefst.promote`` and the language's views only.
+
+A language is one value, built once at ``bpefst.promote()``: its views share
+that build (checked by object identity of the shared product and by the
+language's public ``built`` count), each view has one type whatever the
+pattern or call order, ``guide()`` answers the same in any call order,
+refusals come from ``promote()`` itself, ``cache_dir`` is honoured in every
+call order, and nothing is kept past the language's life except in an
+explicit, size-bounded cache.
+
+Oracle: the textbook reference encoder (``ReferenceEncoder``, which follows
+the model's pre-tokenization) over every text the pattern matches, found by
+brute force with ``regex.fullmatch``.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import weakref
+
+import pytest
+import regex
+
+import bpefst
+from bpefst.automata.shared_rows import SharedRowDFA
+from bpefst.automata import DFA
+from bpefst.promotion import GuidedAutomaton, OnDemandCanonical
+from bpefst.tokenizer import PRESETS, ReferenceEncoder
+from small_models import random_byte_model
+
+ALPHABET = "ab1 "
+CUT = r"(ab|b1){1,2}( a{1,3})?"  # a space starts a gpt2 chunk: matches are cut
+WHOLE = r"(ab|ba){1,3}"  # letters only: every match is one chunk
+ORDERS = list(itertools.permutations(("guide", "on_demand", "shared_rows", "dfa")))
+
+
+def model(seed: int = 0, pattern: str | None = PRESETS["gpt2"]):
+    return random_byte_model(seed, alphabet=ALPHABET.encode(), num_merges=15, pattern=pattern)
+
+
+def matches(pattern: str, longest: int = 8) -> list[str]:
+    """Every text over ALPHABET of at most ``longest`` characters that ``pattern`` matches whole."""
+    compiled = regex.compile(pattern)
+    return [text for n in range(longest + 1) for text in map("".join, itertools.product(ALPHABET, repeat=n))
+            if compiled.fullmatch(text)]
+
+
+def encodings(m, pattern: str) -> set[tuple[int, ...]]:
+    encoder = ReferenceEncoder(m)
+    return {tuple(encoder.encode(text)) for text in matches(pattern)}
+
+
+def guided_sequences(guide: GuidedAutomaton) -> set[tuple[int, ...]]:
+    """Every token sequence a guide accepts (the language is finite), walking allowed() from the start."""
+    found: set[tuple[int, ...]] = set()
+
+    def walk(state, seq):
+        assert len(seq) < 32
+        if guide.is_accepting(state):
+            found.add(tuple(seq))
+        for token in guide.allowed(state):
+            walk(guide.step(state, token), [*seq, token])
+
+    if guide.start is not None:
+        walk(guide.start, [])
+    return found
+
+
+def ask(language, view: str):
+    return getattr(language, view)()
+
+
+# -- one build, shared by every view -------------------------------------------------------------------
+@pytest.mark.parametrize("pattern", [CUT, WHOLE])
+@pytest.mark.parametrize("order", ORDERS[::5])
+def test_views_share_one_build(pattern, order):
+    language = bpefst.promote(model(), pattern)
+    for view in order:
+        ask(language, view)
+    for view in order:  # asked again: the same objects, nothing rebuilt
+        ask(language, view)
+    product = language.on_demand()
+    assert language.guide().automaton is product
+    assert language.guide(stop_ids=[7]).automaton is product  # another stop set: another guide, the same product
+    assert language.built["product"] == 1 and language.built["chunked pattern"] == 1
+    assert all(count == 1 for count in language.built.values()), language.built
+    assert language.shared_rows() is language.shared_rows() and language.dfa() is language.dfa()
+
+
+def test_agnostic_and_direct_share_one_build():
+    for mode in ("agnostic", "canonical-direct"):
+        language = bpefst.promote(model(), WHOLE, mode=mode)
+        views = [language.guide().automaton, language.shared_rows(), language.dfa(), language.guide().automaton]
+        assert views[0] is views[3]
+        assert all(count == 1 for count in language.built.values()), (mode, language.built)
+
+
+# -- fixed view types ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["canonical", "agnostic", "canonical-direct"])
+def test_each_view_has_one_type(mode):
+    kinds = set()
+    for pattern in (CUT, WHOLE) if mode != "canonical-direct" else (WHOLE,):
+        for order in ORDERS[::7]:
+            language = bpefst.promote(model(), pattern, mode=mode)
+            for view in order:
+                if view == "on_demand" and mode != "canonical":
+                    continue
+                ask(language, view)
+            kinds.add((type(language.shared_rows()), type(language.guide()), type(language.guide().automaton),
+                       type(language.dfa())))
+    assert len(kinds) == 1, kinds
+    (shared, guide, under, dfa), = kinds
+    assert shared is SharedRowDFA and guide is GuidedAutomaton and dfa is DFA
+    assert under is (OnDemandCanonical if mode == "canonical" else DFA)
+
+
+# -- guide() answers the same whichever view ran first, and answers right ------------------------------------
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("pattern", [CUT, WHOLE])
+def test_guide_is_independent_of_call_order(seed, pattern):
+    m = model(seed)
+    expected = encodings(m, pattern)
+    assert expected
+    for first in ("dfa", "shared_rows", "on_demand", None):
+        language = bpefst.promote(m, pattern)
+        if first is not None:
+            ask(language, first)
+        guide = language.guide()
+        assert guided_sequences(guide) == expected, first
+        assert {tuple(s) for s in expected if language.accepts(list(s))} == expected
+
+
+# -- refusals come from promote() itself --------------------------------------------------------------------
+def test_refusals_at_promote():
+    with pytest.raises(bpefst.BpefstError, match="pretokenize=False"):
+        bpefst.promote(model(), CUT, mode="canonical-direct")
+    bpefst.promote(model(), CUT, mode="canonical-direct", pretokenize=False)  # whole-match canonicity: fine
+    bpefst.promote(model(), WHOLE, mode="canonical-direct")  # never cut: fine
+    with pytest.raises(bpefst.BpefstError, match="custom pre-tokenization pattern"):
+        bpefst.promote(model(pattern=r"\w+|[^\w]"), CUT)
+    bpefst.promote(model(pattern=r"\w+|[^\w]"), CUT, mode="agnostic")  # every spelling: no pre-tokenization to model
+
+
+# -- cache_dir, in every call order ----------------------------------------------------------------------
+@pytest.mark.parametrize("first", ["dfa", "shared_rows", "on_demand", "guide", None])
+def test_cache_dir_is_honoured_in_every_order(tmp_path, first):
+    m = model(1)
+    language = bpefst.promote(m, CUT)
+    if first is not None:
+        ask(language, first)
+    language.guide(cache_dir=tmp_path)
+    assert [p.suffix for p in tmp_path.iterdir()] == [".guide"]
+    again = bpefst.promote(m, CUT, cache_dir=tmp_path)  # as in the next process: read, not built
+    assert again.built["product from cache"] == 1 and again.built["product"] == 0
+    assert guided_sequences(again.guide()) == encodings(m, CUT)
+
+
+def test_cache_dir_at_promote_writes_then_reads(tmp_path):
+    m = model(2)
+    first = bpefst.promote(m, CUT, cache_dir=tmp_path)
+    assert first.built["product"] == 1 and len(list(tmp_path.iterdir())) == 1
+    second = bpefst.promote(m, CUT, cache_dir=tmp_path)
+    assert second.built["product"] == 0 and second.built["product from cache"] == 1
+    assert guided_sequences(second.guide()) == guided_sequences(first.guide()) == encodings(m, CUT)
+
+
+# -- caches: explicit and bounded ----------------------------------------------------------------------------
+def test_parts_cache_is_bounded_and_shared():
+    from bpefst.promotion import PartsCache
+
+    cache = PartsCache(size=2)
+    models = [model(seed) for seed in range(4)]
+    languages = [bpefst.promote(m, WHOLE, parts=cache) for m in models]
+    assert len(cache) == 2
+    again = bpefst.promote(models[-1], CUT, parts=cache)
+    assert again.parts is languages[-1].parts  # the tokenizer's trie and A_BPE, built once for both
+    assert bpefst.promote(models[0], WHOLE, parts=cache).parts is not languages[0].parts  # evicted, built again
+    with pytest.raises(bpefst.BpefstError, match="size"):
+        PartsCache(size=0)
+
+
+def test_a_language_keeps_nothing_alive_after_it():
+    m = model(3)
+    first = bpefst.promote(m, CUT)
+    guide = weakref.ref(first.guide())
+    product = weakref.ref(first.on_demand())
+    assert bpefst.promote(m, CUT).guide() is not first.guide()  # languages do not share guides behind the caller's back
+    del first
+    gc.collect()
+    assert guide() is None and product() is None
