@@ -190,15 +190,20 @@ def test_jobs_invalid_utf8_for_a_character_level_model_names_its_byte_offset() -
             _run(tok, data, "ids", jobs, piece=500)
 
 
-def test_map_ordered_returns_results_in_order_and_raises_in_turn() -> None:
-    """Against a plain map: long results (beyond a pipe's buffer) and short, errors after the results before them."""
+@pytest.mark.parametrize("mapper", [map_ordered, map_in_threads])
+def test_map_ordered_returns_results_in_order_and_raises_in_turn(mapper) -> None:
+    """Against a plain map: long results (beyond a pipe's buffer) and short, errors after the results before
+    them; for threads, tasks that take different times (they finish out of order)."""
+    import time
+
     rng = random.Random(1)
     tasks = [rng.randbytes(rng.choice([1, 100, 70_000, 3_000_000])) for _ in range(30)]
 
     def handler(task: bytes) -> bytes:
+        time.sleep(rng.random() / 1000 if mapper is map_in_threads else 0)
         return task[::-1] * 2
 
-    assert list(map_ordered(handler, tasks, 3)) == [handler(t) for t in tasks]
+    assert list(mapper(handler, tasks, 3)) == [task[::-1] * 2 for task in tasks]
 
     def failing(task: bytes) -> bytes:
         if task == b"bad":
@@ -207,10 +212,12 @@ def test_map_ordered_returns_results_in_order_and_raises_in_turn() -> None:
 
     got = []
     with pytest.raises(BpefstError, match="bad task"):
-        for result in map_ordered(failing, [b"a", b"b", b"bad", b"c"] + [b"d"] * 20, 2):
+        for result in mapper(failing, [b"a", b"b", b"bad", b"c"] + [b"d"] * 20, 2):
             got.append(result)
     assert got == [b"a", b"b"]
 
+
+def test_map_ordered_reports_a_worker_that_died() -> None:
     with pytest.raises(BpefstError, match="worker process died"):
         list(map_ordered(lambda task: os._exit(3), [b"x", b"y"], 2))
     try:  # every worker was reaped
@@ -285,30 +292,6 @@ def test_map_ordered_raises_a_source_error_after_the_results_before_it(mapper) -
             got.append(result)
     assert got == [b"aa", b"bb", b"cc"]
 
-
-def test_map_in_threads_returns_results_in_order_and_raises_in_turn() -> None:
-    """map_ordered's twin on threads, against a plain map (tasks that take different times finish out of order)."""
-    import time
-
-    rng = random.Random(2)
-    tasks = [bytes([k]) * rng.choice([1, 5, 50]) for k in range(40)]
-
-    def handler(task: bytes) -> bytes:
-        time.sleep(len(task) / 20_000)
-        return task[::-1] * 2
-
-    assert list(map_in_threads(handler, tasks, 3)) == [handler(t) for t in tasks]
-
-    def failing(task: bytes) -> bytes:
-        if task == b"bad":
-            raise BpefstError("bad task")
-        return task
-
-    got = []
-    with pytest.raises(BpefstError, match="bad task"):
-        for result in map_in_threads(failing, [b"a", b"b", b"bad", b"c"] + [b"d"] * 20, 2):
-            got.append(result)
-    assert got == [b"a", b"b"]
 
 
 def test_jobs_write_a_slow_producers_lines_before_the_input_ends(tmp_path) -> None:
