@@ -256,7 +256,7 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(byte_tok) -> None:
         "import sys\n"
         "class Interrupt:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'bpefst.cli.promote_command':\n"
+        "        if name == 'bpefst.cli.automaton_commands':  # validate's module, imported when the command runs\n"
         "            raise KeyboardInterrupt\n"
         "sys.meta_path.insert(0, Interrupt())\n"
         f"sys.argv = ['bpefst', 'validate', {str(byte_tok)!r}]\n"
