@@ -490,3 +490,22 @@ def test_text_that_starts_like_a_magic_number_stays_text(tmp_path) -> None:
     empty.write_bytes(bz2.compress(b""))
     with open_input(str(empty)) as stream:
         assert stream.compression == "bzip2" and stream.read() == b""
+
+
+@pytest.mark.parametrize("values", [[], [0, 1, 65535, 300], [7, 65536], [2**32 - 1]])
+def test_pack_ids_from_packed_arrays_equals_packing_ints(values) -> None:
+    """The core hands writers array('I'); narrowing them to uint16 must give what packing the ints gives
+    (and refuse an id that does not fit)."""
+    from array import array
+
+    from bpefst.pipeline.datasets import pack_ids
+
+    for name in ("uint16", "uint32"):
+        dtype = DTYPES[name]
+        try:
+            expected = pack_ids(list(values), dtype)
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                pack_ids(array("I", values), dtype)
+        else:
+            assert pack_ids(array("I", values), dtype) == expected

@@ -93,8 +93,13 @@ def choose_dtype(requested: str, max_id: int) -> Dtype:
 
 def pack_ids(ids: Sequence[int], dtype: Dtype) -> bytes:
     """Ids as little-endian bytes of ``dtype`` (OverflowError if one does not fit)."""
-    if isinstance(ids, array) and ids.typecode == dtype.typecode and sys.byteorder == "little":
-        return ids.tobytes()  # packed ids from the --jobs workers: already in the file's layout
+    if isinstance(ids, array) and sys.byteorder == "little":
+        if ids.typecode == dtype.typecode:
+            return ids.tobytes()  # packed ids from the core or the --jobs workers: already in the file's layout
+        if ids.typecode == "I" and dtype.typecode == "H":  # uint32 -> uint16 without a Python int per id
+            halves = memoryview(ids).cast("B").cast("H")
+            if not halves[1::2].tobytes().strip(b"\0"):  # every high half is zero: every id fits
+                return halves[::2].tobytes()
     values = array(dtype.typecode, ids)
     if sys.byteorder == "big":
         values.byteswap()
