@@ -656,3 +656,28 @@ def test_python_threads_encode_at_once_and_agree() -> None:
             assert list(pool.map(compiled.encode_ordinary, pieces)) == expected
             batches = list(pool.map(lambda k: compiled.encode_batch(pieces[k : k + 4], num_threads=3), range(0, len(pieces), 4)))
             assert [ids for batch in batches for ids in batch] == expected
+
+
+def test_fingerprints_are_the_msgpack_of_the_whole_model() -> None:
+    """The fingerprint (artifacts record it, so it must never change) is SHA-256 of msgpack of the model's
+    fields; computed from a .bpefst file's packed tables by the core it is the same."""
+    import hashlib
+
+    import msgpack
+
+    from bpefst.tokenizer import load_tokenizer
+    from bpefst.tokenizer.formats import native as artifact_format
+
+    def direct(model) -> str:
+        fields = [model.level, sorted(model.vocab.items()), model.merges, sorted(model.specials.items()), model.pattern,
+                  model.end_of_word_suffix, model.continuing_subword_prefix, model.unk_token, model.fuse_unk,
+                  model.ignore_merges] + ([model.missing_bytes] if model.missing_bytes != "drop" else [])
+        return hashlib.sha256(msgpack.packb(fields, use_bin_type=True)).hexdigest()
+
+    models = [random_byte_model(seed, b"ab c", num_merges=30) for seed in range(5)]
+    models.append(load_tokenizer(str(real_tokenizers()["gpt2"])))
+    for model in models:
+        assert model.fingerprint == direct(model)
+        body = msgpack.unpackb(artifact_format.model_to_bytes(model), raw=False, strict_map_key=False)
+        loaded = artifact_format.from_body(body, "t")
+        assert "fingerprint" in loaded.__dict__ and loaded.fingerprint == direct(model)  # written by the core

@@ -189,9 +189,9 @@ class BPEModel:
     def pattern_name(self) -> str:
         return preset_name(self.pattern)
 
-    @property
+    @cached_property
     def max_id(self) -> int:
-        return max([*self.vocab, *self.specials.values()], default=-1)
+        return max(max(self.vocab, default=-1), max(self.specials.values(), default=-1))
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for (UTF-8 for character-level tokens and specials)."""
@@ -342,11 +342,19 @@ class BPEModel:
 
     @cached_property
     def fingerprint(self) -> str:
-        """SHA-256 over everything that decides how text is tokenized."""
-        canonical = [
+        """SHA-256 over everything that decides how text is tokenized: msgpack of ``[level, sorted vocab
+        items, merges, sorted specials, pattern, end-of-word suffix, continuing prefix, unk token, fuse_unk,
+        ignore_merges]`` (and ``missing_bytes`` when not ``"drop"``)."""
+        return self.fingerprint_of()
+
+    def fingerprint_of(self, vocab_msgpack: bytes | None = None, merges_msgpack: bytes | None = None) -> str:
+        """:attr:`fingerprint`, with the msgpack of the vocabulary items and of the merges given when a
+        reader already has them (the compiled core writes them from a ``.bpefst`` file's packed tables);
+        a msgpack array is its header and its items' encodings, so the bytes hashed are the same."""
+        fields = [
             self.level,
-            _sorted_items(self.vocab),
-            self.merges,  # msgpack writes a tuple as the array a list would be: the same bytes
+            None,  # the vocabulary items, sorted by id
+            None,  # the merges (msgpack writes a tuple as the array a list would be: the same bytes)
             sorted(self.specials.items()),
             self.pattern,
             self.end_of_word_suffix,
@@ -356,8 +364,12 @@ class BPEModel:
             self.ignore_merges,
         ]
         if self.missing_bytes != "drop":  # added only when set, so every fingerprint written before it stays valid
-            canonical.append(self.missing_bytes)
-        return hashlib.sha256(msgpack.packb(canonical, use_bin_type=True)).hexdigest()
+            fields.append(self.missing_bytes)
+        packed = [msgpack.packb(field, use_bin_type=True) for field in fields]
+        packed[1] = vocab_msgpack if vocab_msgpack is not None else msgpack.packb(_sorted_items(self.vocab), use_bin_type=True)
+        packed[2] = merges_msgpack if merges_msgpack is not None else msgpack.packb(self.merges, use_bin_type=True)
+        header = msgpack.packb([None] * len(fields))[: -len(fields)]  # None packs as one byte
+        return hashlib.sha256(header + b"".join(packed)).hexdigest()
 
     def summary(self) -> dict[str, object]:
         """What ``bpefst info`` shows."""

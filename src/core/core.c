@@ -681,6 +681,8 @@ static PyMethodDef module_methods[] = {
      "build_forest(size, base_ids, merges) -> (rank, left, right, reachable, first_inversion) of the merge forest."},
     {"walk_rows", walk_rows, METH_VARARGS, "walk_rows(classes, ids, start, row) -> the rows a token walk reaches (validate)."},
     {"parse_ranks", parse_ranks, METH_O, "parse_ranks(data) -> (tokens, packed ranks) of a tiktoken rank file, or None."},
+    {"msgpack_vocab", msgpack_vocab, METH_VARARGS, "msgpack_vocab(ids, offsets, blob) -> msgpack of the [id, token] pairs."},
+    {"msgpack_pairs", msgpack_pairs, METH_VARARGS, "msgpack_pairs(pairs) -> msgpack of the [left, right] pairs."},
     {"split_tokens", split_tokens, METH_VARARGS, "split_tokens(blob, offsets) -> the tokens of a packed vocabulary."},
     {"checked_merge_results", checked_merge_results, METH_VARARGS,
      "checked_merge_results(ids, offsets, blob, merges) -> packed merge results of a proper byte-level model, or None."},

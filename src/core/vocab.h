@@ -187,6 +187,100 @@ done:
     return result;
 }
 
+/* --- msgpack of the vocabulary and the merges, for the model's fingerprint --- */
+
+/* The model's fingerprint hashes msgpack of [[id, token bytes], ...] and [[left, right], ...] (see
+ * BPEModel.fingerprint); these write exactly what msgpack-python writes for them (ints in the smallest
+ * unsigned form, bin types), from the packed tables, without a Python object per entry. */
+static uint8_t *msgpack_uint(uint8_t *at, uint32_t value) {
+    if (value < 128) {
+        *at++ = (uint8_t)value;
+    } else if (value < 256) {
+        *at++ = 0xCC, *at++ = (uint8_t)value;
+    } else if (value < 65536) {
+        *at++ = 0xCD, *at++ = (uint8_t)(value >> 8), *at++ = (uint8_t)value;
+    } else {
+        *at++ = 0xCE, *at++ = (uint8_t)(value >> 24), *at++ = (uint8_t)(value >> 16), *at++ = (uint8_t)(value >> 8);
+        *at++ = (uint8_t)value;
+    }
+    return at;
+}
+
+static uint8_t *msgpack_array_header(uint8_t *at, uint32_t count) {
+    if (count < 16) {
+        *at++ = (uint8_t)(0x90 | count);
+    } else if (count < 65536) {
+        *at++ = 0xDC, *at++ = (uint8_t)(count >> 8), *at++ = (uint8_t)count;
+    } else {
+        *at++ = 0xDD, *at++ = (uint8_t)(count >> 24), *at++ = (uint8_t)(count >> 16), *at++ = (uint8_t)(count >> 8);
+        *at++ = (uint8_t)count;
+    }
+    return at;
+}
+
+static uint8_t *msgpack_bin(uint8_t *at, const uint8_t *bytes, uint32_t length) {
+    if (length < 256) {
+        *at++ = 0xC4, *at++ = (uint8_t)length;
+    } else if (length < 65536) {
+        *at++ = 0xC5, *at++ = (uint8_t)(length >> 8), *at++ = (uint8_t)length;
+    } else {
+        *at++ = 0xC6, *at++ = (uint8_t)(length >> 24), *at++ = (uint8_t)(length >> 16), *at++ = (uint8_t)(length >> 8);
+        *at++ = (uint8_t)length;
+    }
+    memcpy(at, bytes, length);
+    return at + length;
+}
+
+/* msgpack_vocab(ids, offsets, blob) -> msgpack of [[ids[k], blob[offsets[k]:offsets[k + 1]]], ...];
+ * msgpack_pairs(pairs) -> msgpack of [[pairs[2k], pairs[2k + 1]], ...] (packed uint32). */
+static PyObject *msgpack_vocab(PyObject *module, PyObject *args) {
+    Py_buffer ids = {0}, offsets = {0}, blob = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*:msgpack_vocab", &ids, &offsets, &blob)) return NULL;
+    PyObject *result = NULL;
+    size_t count;
+    if (ids.len % 4 || read_offsets(&offsets, (size_t)blob.len, &count) || count != (size_t)ids.len / 4 || count > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "msgpack_vocab: ids, offsets and blob do not agree");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(5 + count * 11 + (size_t)blob.len));
+    if (!result) goto done;
+    uint8_t *start = (uint8_t *)PyBytes_AS_STRING(result), *at = msgpack_array_header(start, (uint32_t)count);
+    const uint32_t *id = ids.buf, *offset = offsets.buf;
+    for (size_t k = 0; k < count; k++) {
+        *at++ = 0x92;
+        at = msgpack_uint(at, id[k]);
+        at = msgpack_bin(at, (const uint8_t *)blob.buf + offset[k], offset[k + 1] - offset[k]);
+    }
+    if (_PyBytes_Resize(&result, at - start)) result = NULL;
+done:
+    PyBuffer_Release(&ids), PyBuffer_Release(&offsets), PyBuffer_Release(&blob);
+    return result;
+}
+
+static PyObject *msgpack_pairs(PyObject *module, PyObject *args) {
+    Py_buffer pairs = {0};
+    if (!PyArg_ParseTuple(args, "y*:msgpack_pairs", &pairs)) return NULL;
+    PyObject *result = NULL;
+    size_t count = (size_t)pairs.len / 8;
+    if (pairs.len % 8 || count > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "msgpack_pairs: packed uint32 pairs");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(5 + count * 11));
+    if (!result) goto done;
+    uint8_t *start = (uint8_t *)PyBytes_AS_STRING(result), *at = msgpack_array_header(start, (uint32_t)count);
+    const uint32_t *pair = pairs.buf;
+    for (size_t k = 0; k < count; k++) {
+        *at++ = 0x92;
+        at = msgpack_uint(at, pair[2 * k]);
+        at = msgpack_uint(at, pair[2 * k + 1]);
+    }
+    if (_PyBytes_Resize(&result, at - start)) result = NULL;
+done:
+    PyBuffer_Release(&pairs);
+    return result;
+}
+
 /* --- tiktoken rank files: lines "base64-token rank" --- */
 
 static int base64_value(uint8_t c) {

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from itertools import islice
+from operator import lt
 
 import msgpack
 
@@ -106,6 +108,7 @@ def from_body(body: dict, name: str, trusted: bool = False) -> BPEModel:
             model = BPEModel.unchecked(**fields)
         elif results is not None:
             model = BPEModel.with_checked_tables(results, **fields)
+            _fingerprint_from_tables(model, body, ids)
         else:
             model = BPEModel(**fields)
     except BpefstError as exc:  # the model's own checks do not know the file name
@@ -136,6 +139,16 @@ def _checked_results(body: dict) -> list[int] | None:
         return None
     results = native.core.checked_merge_results(body["ids"], body["offsets"], body["tokens"], body["merges"])
     return None if results is None else unpack_ints(results).tolist()
+
+
+def _fingerprint_from_tables(model: BPEModel, body: dict, ids) -> None:
+    """The model's fingerprint from the body's packed tables by the compiled core (the ids must ascend, as
+    :func:`to_body` writes them, so that the table is the sorted vocabulary)."""
+    from ... import native
+
+    if native.core is not None and all(map(lt, ids, islice(ids, 1, None))):
+        model.__dict__["fingerprint"] = model.fingerprint_of(
+            native.core.msgpack_vocab(body["ids"], body["offsets"], body["tokens"]), native.core.msgpack_pairs(body["merges"]))
 
 
 def write(model: BPEModel, path: str | os.PathLike) -> None:
