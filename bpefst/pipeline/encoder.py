@@ -414,6 +414,10 @@ class Tokenizer(TiktokenMethods):
             if self._native_scans and not allowed:  # the core's threads: checked whole, so errors name the text's positions
                 check_disallowed(text, disallowed, 0)
                 parts = [part for _, part in self.split_for_jobs(text, jobs * PIECES_PER_JOB)]
+                if self._barriers is None:
+                    ids = self._native.encode_batch(parts, jobs, False, True)  # the pieces' ids as one list
+                    if ids is not None:  # else a piece was declined (a surrogate, a very long chunk)
+                        return ids
                 return list(chain.from_iterable(self._encode_batch_native(parts, frozenset(), jobs)))
             return self._encode_parallel(text, allowed, disallowed, jobs)
         return self._encode_policy(text, allowed, disallowed)
