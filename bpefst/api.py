@@ -122,6 +122,12 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     if regex is not None and not isinstance(regex, str):
         raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
+    if json_schema is not None and regex is None:  # built directly from the schema, without pattern text
+        from .regex.json_schema import schema_to_dfa
+
+        pattern = schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
+                                max_states=max_states)
+        return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs)
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, max_states=max_states, max_arcs=max_arcs, source=text)

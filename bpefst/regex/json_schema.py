@@ -71,7 +71,8 @@ import regex
 from ..errors import BpefstError
 from .alphabets import Alphabet, ByteAlphabet
 from .json_schema_automaton import build_dfa, leaf_dfa
-from .json_schema_expr import NOTHING, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
+from .json_schema_expr import NOTHING as NO_DOCUMENT
+from .json_schema_expr import NOTHING_TEXT, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
 from .json_schema_merge import merge_all, pattern_matches
 from .json_schema_names import NAME_CHAR, other_names
 from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, json_type, pointer_to,
@@ -103,6 +104,7 @@ UNSUPPORTED = {
     "$dynamicRef": "$dynamicRef is not supported", "$recursiveRef": "$recursiveRef is not supported",
 }
 DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
+NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
 MAX_SIZE = 2_000_000  # NFA states the translation may build before refusing (before any automaton is built)
@@ -255,7 +257,7 @@ class _Translator:
         if schema is True:
             return self.any_value(self.max_depth)
         if schema is False:
-            return NOTHING
+            return NO_DOCUMENT
         if not isinstance(schema, dict):
             raise SchemaError(pointer, f"a schema must be an object or a boolean, not {type(schema).__name__}")
         keys = self.keywords(schema, pointer)
@@ -342,7 +344,7 @@ class _Translator:
         where = _pointer(pointer, "$ref")
         target, target_pointer = self.resolve(ref, where)
         if refs.count(ref) >= self.max_depth:
-            return NOTHING  # recursion cut at max_depth
+            return NO_DOCUMENT  # recursion cut at max_depth
         return self.value(target, target_pointer, refs + (ref,))
 
     def merged(self, schema: dict, pointer: str, refs: tuple) -> Node:
@@ -357,7 +359,7 @@ class _Translator:
 
         combined = merge_all([(schema, pointer)], resolve, self.origin, self.keywords)
         if combined is False:
-            return NOTHING
+            return NO_DOCUMENT
         for name, where in combined.get(FORBIDDEN, []):
             if name in (combined.get("required") or []):
                 raise SchemaError(where, f"required property {name!r} is forbidden by this additionalProperties: false")

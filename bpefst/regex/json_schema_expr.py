@@ -99,7 +99,7 @@ class Members(Node):
 
 
 NOTHING = Alt(())
-EMPTY = Seq(())
+NOTHING_TEXT = r"[^\x00-\U0010FFFF]"  # an empty class: the pattern of no string
 
 
 def seq(*parts: Node) -> Node:
@@ -142,7 +142,6 @@ def render(node: Node, budget: int | None = None) -> str:
     return text(node)
 
 
-_NOTHING_TEXT = r"[^\x00-\U0010FFFF]"  # an empty class: the pattern of no string
 
 
 def _render_one(n: Node, text) -> str:
@@ -154,7 +153,7 @@ def _render_one(n: Node, text) -> str:
         return "".join(text(p) for p in n.parts)
     if isinstance(n, Alt):
         if not n.parts:
-            return _NOTHING_TEXT
+            return NOTHING_TEXT
         return "(?:" + "|".join(text(p) for p in n.parts) + ")"
     if isinstance(n, Rep):
         return f"(?:{text(n.part)})" + _quantifier(n.low, n.high)
@@ -189,5 +188,5 @@ def _render_members(n: Members, text) -> str:
         if n.allow_empty:
             choices.append("")
     if not choices:
-        return _NOTHING_TEXT
+        return NOTHING_TEXT
     return choices[0] if len(choices) == 1 else "(?:" + "|".join(choices) + ")"
