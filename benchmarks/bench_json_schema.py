@@ -9,9 +9,11 @@ SAMPLE_DIR holds JSONSchemaBench MaskBench files (github guidance-ai/jsonschemab
 (``random.Random(S).sample`` of the sorted names), so the whole data folder can
 be given.  Per schema, in one process, one schema after another:
 
-* **translation**: ``schema_to_regex`` + ``compile_regex`` to the byte DFA
-  (the part this issue owns); a refusal is counted under the keyword its
-  pointer ends with, and must be one line;
+* **translation**: ``schema_to_dfa``, the schema to the minimal DFA over the
+  tokenizer's base alphabet, built directly (the part this issue owns;
+  ``--via-text`` times ``schema_to_regex`` + ``compile_regex`` instead); a
+  refusal is counted under the keyword its pointer ends with, and must be
+  one line;
 * **set-up**: promotion over the tokenizer and the first mask (``guide``'s
   route; the promotion engine's cost, issue 31); ``--text-only`` skips it and
   checks the instances on the byte DFA (the same verdicts: canonical
@@ -53,9 +55,9 @@ from bench_guided import DATA, VOCABS, LLGuidance  # noqa: E402
 from bpefst.decoding import allocate_token_bitmask  # noqa: E402
 from bpefst.errors import BpefstError  # noqa: E402
 from bpefst.promotion.parts import DEFAULT_PARTS  # noqa: E402
-from bpefst.promotion.token_language import default_stop_ids  # noqa: E402
+from bpefst.promotion.token_language import TokenLanguage, default_stop_ids  # noqa: E402
 from bpefst.regex import ByteAlphabet, alphabet_for, compile_regex  # noqa: E402
-from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_regex  # noqa: E402
+from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex  # noqa: E402
 from bpefst.regex.json_schema_words import VOCABULARY  # noqa: E402
 from bpefst.tokenizer import load_tokenizer  # noqa: E402
 
@@ -92,8 +94,10 @@ def refusal_keyword(exc: SchemaError) -> str:
 
 
 class Ours:
-    def __init__(self, model, timeout: float, max_depth: int, text_only: bool = False):
+    def __init__(self, model, timeout: float, max_depth: int, text_only: bool = False, open_objects: bool = False,
+                 via_text: bool = False):
         self.model, self.timeout, self.max_depth = model, timeout, max_depth
+        self.open_objects, self.via_text = open_objects, via_text
         self.alphabet = ByteAlphabet() if text_only else alphabet_for(model)  # text_only: symbols are the UTF-8 bytes
         self.stops = default_stop_ids(model)
         self.bitmask = allocate_token_bitmask(1, model.max_id + 1)
@@ -102,17 +106,21 @@ class Ours:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SchemaWarning)
             started = time.perf_counter()
-            pattern = schema_to_regex(schema, max_depth=self.max_depth)
-            self.dfa = compile_regex(pattern, self.alphabet, max_states=MAX_STATES)
+            if self.via_text:
+                pattern = schema_to_regex(schema, max_depth=self.max_depth, open_objects=self.open_objects)
+                self.dfa = compile_regex(pattern, self.alphabet, max_states=MAX_STATES)
+            else:
+                self.dfa = schema_to_dfa(schema, self.alphabet, max_depth=self.max_depth, open_objects=self.open_objects,
+                                         max_states=MAX_STATES)
             elapsed = time.perf_counter() - started
-        return pattern, elapsed, len(caught)
+        return self.dfa, elapsed, len(caught)
 
-    def set_up(self, pattern, schema=None):
+    def set_up(self, dfa, schema=None):
         started = time.perf_counter()
         if schema is not None:  # the user's route: promote(...).guide()
             guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth).guide()
-        else:
-            guided = self.bpefst.promote(self.model, pattern).guide(stop_ids=self.stops)
+        else:  # the translated DFA as one language, its guide (what promote(json_schema=...) builds)
+            guided = TokenLanguage(dfa, self.model, "canonical", self.model.pattern is not None).guide(stop_ids=self.stops)
         if guided.start is not None:
             guided.fill_next_token_bitmask(guided.start, self.bitmask)
         return guided, time.perf_counter() - started
@@ -133,13 +141,14 @@ class Ours:
         return guided.is_accepting(state)
 
 
-def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False) -> None:
+def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False,
+        open_objects: bool = False, via_text: bool = False) -> None:
     import bpefst
 
     model = load_tokenizer(DATA / VOCABS[label])
     tokenizer = bpefst.load(DATA / VOCABS[label])
     DEFAULT_PARTS.get(model)  # per-tokenizer set-up, once (not counted per schema)
-    ours = Ours(model, timeout, max_depth, text_only)
+    ours = Ours(model, timeout, max_depth, text_only, open_objects, via_text)
     ours.bpefst, ours.tokenizer = bpefst, tokenizer
     ll = LLGuidance(label, model, model.specials.get("<|endoftext|>")) if peers else None
     tally = collections.Counter()
@@ -156,11 +165,11 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
         signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(int(timeout))
         try:
-            pattern, elapsed, warned = ours.translate(schema)
+            dfa, elapsed, warned = ours.translate(schema)
             translate_times.append(elapsed)
             tally["warned"] += warned > 0
             if not text_only:
-                guided, setup = ours.set_up(pattern, schema if user_path else None)
+                guided, setup = ours.set_up(dfa, schema if user_path else None)
                 setup_times.append(setup)
             tally["compiled"] += 1
             tally["valid in compiled"] += sum(v for _, v in texts)
@@ -294,11 +303,15 @@ def main() -> None:
     parser.add_argument("--text-only", action="store_true",
                         help="check instances on the byte DFA instead of promoting (canonical promotion accepts exactly "
                              "the tokenizer's encoding of each text the DFA accepts, so the verdicts are the same)")
+    parser.add_argument("--open-objects", action="store_true",
+                        help="objects with properties but no additionalProperties take extra members (JSON Schema's reading)")
+    parser.add_argument("--via-text", action="store_true", help="translate through the pattern text and compile_regex")
     args = parser.parse_args()
     files = sample_files(args.sample_dir, args.sample, args.seed)
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
-        run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path)
+        run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path,
+            args.open_objects, args.via_text)
 
 
 if __name__ == "__main__":

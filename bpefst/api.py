@@ -8,6 +8,7 @@ line's safety limits as defaults.  Loading lives in :mod:`bpefst.registry`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -131,6 +132,15 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     if regex is not None and not isinstance(regex, str):
         raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
+    if json_schema is not None and regex is None:  # built directly from the schema, without pattern text
+        from .regex.json_schema import schema_to_dfa
+
+        pattern = schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
+                                max_states=max_states)
+        # the schema and the options name the language in cache_dir, as a regex's text does
+        source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict], sort_keys=True, default=str)
+        return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts,
+                             source=source, cache_dir=cache_dir)
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts, source=text,

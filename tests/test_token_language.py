@@ -165,6 +165,19 @@ def test_cache_dir_at_promote_writes_then_reads(tmp_path):
     assert guided_sequences(second.guide()) == guided_sequences(first.guide()) == encodings(m, CUT)
 
 
+def test_cache_dir_names_a_json_schema_language_by_its_schema(tmp_path):
+    """A schema is translated straight to an automaton (no pattern text): the schema and its options name
+    the language in cache_dir, so a second promote of the same schema reads it and another schema does not."""
+    m = model(2)
+    schema = {"type": "string", "enum": ["ab", "ba"]}
+    first = bpefst.promote(m, json_schema=schema, cache_dir=tmp_path)
+    second = bpefst.promote(m, json_schema=schema, cache_dir=tmp_path)
+    assert first.built["product"] == 1 and second.built["product from cache"] == 1 and second.built["product"] == 0
+    assert guided_sequences(second.guide()) == guided_sequences(first.guide())
+    other = bpefst.promote(m, json_schema={"type": "string", "enum": ["ab"]}, cache_dir=tmp_path)
+    assert other.built["product"] == 1 and len(list(tmp_path.iterdir())) == 2
+
+
 # -- caches: explicit and bounded ----------------------------------------------------------------------------
 def test_parts_cache_is_bounded_and_shared():
     from bpefst.promotion import PartsCache

@@ -69,12 +69,16 @@ from decimal import Decimal
 import regex
 
 from ..errors import BpefstError
+from .alphabets import Alphabet, ByteAlphabet
+from .json_schema_automaton import build_dfa, leaf_dfa
+from .json_schema_expr import NOTHING as NO_DOCUMENT
+from .json_schema_expr import NOTHING_TEXT, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
 from .json_schema_merge import merge_all, pattern_matches
 from .json_schema_names import NAME_CHAR, other_names
 from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, json_type, pointer_to,
                                 same_json, warn_about)
 
-__all__ = ["DEFAULT_MAX_DEPTH", "SchemaError", "SchemaWarning", "json_literal", "literal", "schema_to_regex"]
+__all__ = ["DEFAULT_MAX_DEPTH", "SchemaError", "SchemaWarning", "json_literal", "literal", "schema_to_dfa", "schema_to_regex"]
 
 TYPES = ("null", "boolean", "number", "string", "array", "object", "integer")
 # Keywords that imply a type when "type" is absent (a schema with "properties" describes objects).
@@ -100,15 +104,16 @@ UNSUPPORTED = {
     "$dynamicRef": "$dynamicRef is not supported", "$recursiveRef": "$recursiveRef is not supported",
 }
 DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
+NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
-MAX_PATTERN = 1_000_000  # characters of translated pattern before refusing (before any automaton is built)
+MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
+MAX_SIZE = 2_000_000  # NFA states the translation may build before refusing (before any automaton is built)
 
 # One character of a JSON string: anything but '"', '\' and controls, or an escape;
 # \u escapes of surrogates are left out (a pair would be two escapes but one character).
 STRING_CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))'
 INTEGER = r"(?:0|-?[1-9][0-9]*)"  # no "-0": an integer generator writes 0
 NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-NOTHING = r"[^\x00-\U0010FFFF]"  # an empty class: the pattern of no document (a cut recursion, a false schema)
 
 _YEAR = r"(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
 _LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
@@ -139,7 +144,8 @@ DEFINED_FORMATS = frozenset({
 })
 
 
-def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True) -> str:
+def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True,
+                    open_objects: bool = False) -> str:
     """The pattern matching the JSON text of the documents generated for ``schema`` (module docstring).
 
     ``whitespace``: 0 for compact JSON, ``k`` to allow up to ``k`` whitespace
@@ -147,16 +153,40 @@ def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX
     character.  ``max_depth``: how deep unconstrained values nest and how
     often a recursive ``$ref`` is followed inside itself.  ``strict=False``:
     drop the keywords that cannot be honoured instead of refusing the schema.
-    Ignored and dropped keywords are named in one :class:`SchemaWarning`.
+    ``open_objects=True``: an object with ``properties`` but no
+    ``additionalProperties`` also takes extra members, as JSON Schema reads it
+    (larger automata: every such object carries a value of any type).  Ignored and dropped keywords are named in one :class:`SchemaWarning`.
     """
+    node = _translate(schema, whitespace, max_depth, strict, open_objects)
+    try:
+        return render(node, MAX_PATTERN)
+    except TooLong:
+        raise SchemaError("", f"the translated pattern grows past {MAX_PATTERN:,} characters; lower max_depth "
+                              f"(now {max_depth}) or bound the schema") from None
+
+
+def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH,
+                  strict: bool = True, open_objects: bool = False, max_states: int | None = None):
+    """The minimal DFA over ``alphabet`` (default: bytes) of :func:`schema_to_regex`'s pattern, built directly.
+
+    The same language as ``compile_regex(schema_to_regex(schema, ...), alphabet)``
+    without writing and parsing the pattern (:mod:`.json_schema_automaton`).
+    """
+    node = _translate(schema, whitespace, max_depth, strict, open_objects)
+    return build_dfa(node, alphabet if alphabet is not None else ByteAlphabet(), max_states)
+
+
+def _translate(schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool = False) -> Node:
+    """The expression graph of the schema's documents, after checking the options; warns once."""
     if not isinstance(whitespace, int) or isinstance(whitespace, bool) or whitespace < 0:
         raise BpefstError(f"whitespace must be a non-negative integer, not {whitespace!r}")
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 16:
         raise BpefstError(f"max_depth must be an integer from 0 to 16, not {max_depth!r}")
     translator = _Translator(schema, whitespace, max_depth, bool(strict))
-    text = translator.value(schema, "", ())
-    warn_about(list(translator.ignored), list(translator.relaxed))
-    return text
+    translator.open_objects = bool(open_objects)
+    node = translator.value(schema, "", ())
+    warn_about(list(translator.ignored), list(translator.relaxed), stacklevel=4)
+    return node
 
 
 def literal(text: str) -> str:
@@ -179,17 +209,18 @@ class _Translator:
         self.whitespace = whitespace
         self.max_depth = max_depth
         self.strict = strict
-        self.ws = f"[ \\t\\n\\r]{{0,{whitespace}}}" if whitespace else ""
+        self.ws = _leaf(f"[ \\t\\n\\r]{{0,{whitespace}}}") if whitespace else Lit("")
         self.ignored: dict[str, None] = {}  # pointers of unknown keywords, in order, once each
         self.relaxed: dict[str, None] = {}  # pointers of keywords strict=False dropped
         self.origin: dict[int, tuple] = {}  # id(subschema) -> (subschema, its pointer), for schemas a merge moved
-        self.memo: dict[tuple, tuple] = {}  # (id(schema), refs, names) -> (schema, pattern): translated once
-        self.anys: dict[int, str] = {}
+        self.memo: dict[tuple, tuple] = {}  # (id(schema), refs, names) -> (schema, node): translated once
+        self.anys: dict[int, Node] = {}
         self.names = False  # translating propertyNames: strings spelled one way only
+        self.open_objects = False  # objects listing properties take no others unless additionalProperties says
 
-    def punct(self, char: str) -> str:
+    def punct(self, char: str) -> Node:
         """A structural character with the allowed whitespace around it."""
-        return f"{self.ws}{re.escape(char)}{self.ws}"
+        return seq(self.ws, Lit(char), self.ws)
 
     def unsupported(self, pointer: str, message: str) -> None:
         """Refuse a keyword that constrains documents but cannot be honoured, unless strict=False."""
@@ -203,7 +234,7 @@ class _Translator:
         return entry[1] if entry is not None and entry[0] is schema else default
 
     # -- dispatch ----------------------------------------------------------------------------
-    def value(self, schema, pointer: str, refs: tuple) -> str:
+    def value(self, schema, pointer: str, refs: tuple) -> Node:
         key = (id(schema), refs, self.names)
         found = self.memo.get(key)
         if found is not None and found[0] is schema:
@@ -212,21 +243,21 @@ class _Translator:
         try:
             if self.depth > MAX_DEPTH:
                 raise SchemaError(pointer, f"schemas nest more than {MAX_DEPTH} deep")
-            text = self._value(schema, pointer, refs)
+            node = self._value(schema, pointer, refs)
         finally:
             self.depth -= 1
-        if len(text) > MAX_PATTERN:
-            raise SchemaError(pointer, f"the translated pattern grows past {MAX_PATTERN:,} characters; lower max_depth "
+        if node.size > MAX_SIZE:
+            raise SchemaError(pointer, f"the translated automaton grows past {MAX_SIZE:,} states; lower max_depth "
                                        f"(now {self.max_depth}) or bound the schema")
         if isinstance(schema, (dict, list)):
-            self.memo[key] = (schema, text)
-        return text
+            self.memo[key] = (schema, node)
+        return node
 
-    def _value(self, schema, pointer: str, refs: tuple) -> str:
+    def _value(self, schema, pointer: str, refs: tuple) -> Node:
         if schema is True:
             return self.any_value(self.max_depth)
         if schema is False:
-            return NOTHING
+            return NO_DOCUMENT
         if not isinstance(schema, dict):
             raise SchemaError(pointer, f"a schema must be an object or a boolean, not {type(schema).__name__}")
         keys = self.keywords(schema, pointer)
@@ -244,8 +275,7 @@ class _Translator:
         types = self.types(schema, pointer, keys)
         if types is None:
             return self.any_value(self.max_depth)
-        branches = [self.typed(t, schema, pointer, refs) for t in types]
-        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return alt(self.typed(t, schema, pointer, refs) for t in types)
 
     def keywords(self, schema: dict, pointer: str) -> set:
         """The constraining keywords of ``schema``; unknown ones are noted for the warning and skipped."""
@@ -274,23 +304,23 @@ class _Translator:
             types = [t for t in types if t != "integer"]  # every integer is a number
         return list(dict.fromkeys(types))
 
-    def typed(self, type_: str, schema: dict, pointer: str, refs: tuple) -> str:
+    def typed(self, type_: str, schema: dict, pointer: str, refs: tuple) -> Node:
         return getattr(self, "type_" + type_)(schema, pointer, refs)
 
-    def any_value(self, depth: int) -> str:
+    def any_value(self, depth: int) -> Node:
         """Any JSON value nesting at most ``depth`` arrays/objects."""
         found = self.anys.get(depth)
         if found is None:
-            scalar = f'(?:null|true|false|{NUMBER}|"{STRING_CHAR}*")'
+            scalar = _leaf(f'null|true|false|{NUMBER}|"{STRING_CHAR}*"')
             if depth <= 0:
                 found = scalar
             else:
                 inner = self.any_value(depth - 1)
                 comma, colon = self.punct(","), self.punct(":")
-                member = f'"{STRING_CHAR}*"{colon}{inner}'
-                array = self.punct("[") + f"(?:{inner}(?:{comma}{inner})*)?" + self.punct("]")
-                obj = self.punct("{") + f"(?:{member}(?:{comma}{member})*)?" + self.punct("}")
-                found = f"(?:{scalar}|{array}|{obj})"
+                member = seq(_leaf(f'"{STRING_CHAR}*"'), colon, inner)
+                array = seq(self.punct("["), Rep(seq(inner, Rep(seq(comma, inner), 0, None)), 0, 1), self.punct("]"))
+                obj = seq(self.punct("{"), Rep(seq(member, Rep(seq(comma, member), 0, None)), 0, 1), self.punct("}"))
+                found = alt([scalar, array, obj])
             self.anys[depth] = found
         return found
 
@@ -310,14 +340,14 @@ class _Translator:
                 raise SchemaError(pointer, f"{ref!r} names no definition")
         return target, ref[1:]
 
-    def ref(self, ref, pointer: str, refs: tuple) -> str:
+    def ref(self, ref, pointer: str, refs: tuple) -> Node:
         where = _pointer(pointer, "$ref")
         target, target_pointer = self.resolve(ref, where)
         if refs.count(ref) >= self.max_depth:
-            return NOTHING  # recursion cut at max_depth
+            return NO_DOCUMENT  # recursion cut at max_depth
         return self.value(target, target_pointer, refs + (ref,))
 
-    def merged(self, schema: dict, pointer: str, refs: tuple) -> str:
+    def merged(self, schema: dict, pointer: str, refs: tuple) -> Node:
         """allOf, and keywords beside $ref / anyOf / oneOf: merged into one schema (:mod:`.json_schema_merge`)."""
         followed: list[str] = []
 
@@ -329,24 +359,23 @@ class _Translator:
 
         combined = merge_all([(schema, pointer)], resolve, self.origin, self.keywords)
         if combined is False:
-            return NOTHING
+            return NO_DOCUMENT
         for name, where in combined.get(FORBIDDEN, []):
             if name in (combined.get("required") or []):
                 raise SchemaError(where, f"required property {name!r} is forbidden by this additionalProperties: false")
         self.origin.setdefault(id(combined), (combined, pointer))
         return self.value(combined, pointer, refs + tuple(followed))
 
-    def combinator(self, schema: dict, keyword: str, pointer: str, refs: tuple) -> str:
+    def combinator(self, schema: dict, keyword: str, pointer: str, refs: tuple) -> Node:
         where = self.at(schema, _pointer(pointer, keyword))
         branches = schema[keyword]
         if not isinstance(branches, list) or not branches:
             raise SchemaError(where, "must be a non-empty list of schemas")
         if keyword == "oneOf":
             _check_exclusive(branches, where, self)
-        patterns = [self.value(b, self.at(b, _pointer(where, i)), refs) for i, b in enumerate(branches)]
-        return "(?:" + "|".join(patterns) + ")"
+        return alt(self.value(b, self.at(b, _pointer(where, i)), refs) for i, b in enumerate(branches))
 
-    def enum(self, schema: dict, pointer: str, refs: tuple) -> str:
+    def enum(self, schema: dict, pointer: str, refs: tuple) -> Node:
         if "const" in schema:
             values, where = [schema["const"]], _pointer(pointer, "const")
             if "enum" in schema and not any(same_json(schema["const"], v) for v in schema["enum"] or []):
@@ -360,12 +389,10 @@ class _Translator:
             values = [v for v in values if self.allows(rest, v, pointer, refs)]
             if not values:
                 raise SchemaError(where, "no value is valid under the schema's other keywords")
-        unique: list[str] = []
+        unique: dict[str, None] = {}
         for v in values:
-            text = json_literal(v)
-            if text not in unique:
-                unique.append(text)
-        return unique[0] if len(unique) == 1 else "(?:" + "|".join(unique) + ")"
+            unique[json.dumps(v, separators=(",", ":"), ensure_ascii=False)] = None
+        return alt(Lit(text) for text in unique)
 
     def allows(self, rest: dict, value, pointer: str, refs: tuple) -> bool:
         """Whether ``value`` is valid under the keywords ``rest`` (an enum's other keywords)."""
@@ -377,16 +404,17 @@ class _Translator:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         compact = _Translator(self.root, 0, self.max_depth, self.strict)
         compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
-        return regex.fullmatch(compact.value(rest, pointer, refs), text) is not None
+        compact.open_objects = self.open_objects
+        return regex.fullmatch(render(compact.value(rest, pointer, refs)), text) is not None
 
     # -- types -------------------------------------------------------------------------------------
-    def type_null(self, schema, pointer, refs) -> str:
-        return "null"
+    def type_null(self, schema, pointer, refs) -> Node:
+        return Lit("null")
 
-    def type_boolean(self, schema, pointer, refs) -> str:
-        return "(?:true|false)"
+    def type_boolean(self, schema, pointer, refs) -> Node:
+        return alt([Lit("true"), Lit("false")])
 
-    def type_string(self, schema: dict, pointer: str, refs) -> str:
+    def type_string(self, schema: dict, pointer: str, refs) -> Node:
         low = _natural(schema, "minLength", pointer, 0)
         high = _natural(schema, "maxLength", pointer, None)
         if high is not None and high < low:
@@ -408,28 +436,28 @@ class _Translator:
                 if key in schema:
                     self.unsupported(_pointer(pointer, key), f"{key} with format or pattern is not supported")
             if "format" in schema:
-                return f'"{FORMATS[schema["format"]]}"'
-            return '"' + _string_pattern(schema["pattern"], _pointer(pointer, "pattern")) + '"'
-        return f'"{char}{_repeat(low, high)}"'
+                return seq(Lit('"'), _leaf(FORMATS[schema["format"]]), Lit('"'))
+            return seq(Lit('"'), _leaf(_string_pattern(schema["pattern"], _pointer(pointer, "pattern"))), Lit('"'))
+        return seq(Lit('"'), _leaf(f"{char}{_repeat(low, high)}"), Lit('"'))
 
-    def type_integer(self, schema: dict, pointer: str, refs) -> str:
+    def type_integer(self, schema: dict, pointer: str, refs) -> Node:
         low, high = _bounds(_draft4_bounds(schema), pointer, integer=True)
         if low is None and high is None:
-            return INTEGER
+            return _leaf(INTEGER)
         if low is not None and high is not None and low > high:
             raise SchemaError(pointer, f"no integer lies between the bounds {low} and {high}")
-        return _integer_range(low, high)
+        return _leaf(_integer_range(low, high))
 
-    def type_number(self, schema: dict, pointer: str, refs) -> str:
+    def type_number(self, schema: dict, pointer: str, refs) -> Node:
         schema = _draft4_bounds(schema)
         if not any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
-            return NUMBER
+            return _leaf(NUMBER)
         low, low_open, high, high_open = _number_bounds(schema, pointer)
         if low is not None and high is not None and (low > high or (low == high and (low_open or high_open))):
             raise SchemaError(pointer, "no number lies between the bounds")
-        return _number_range(low, low_open, high, high_open)
+        return _leaf(_number_range(low, low_open, high, high_open))
 
-    def type_array(self, schema: dict, pointer: str, refs) -> str:
+    def type_array(self, schema: dict, pointer: str, refs) -> Node:
         """``[`` items ``]``: the ``prefixItems`` positions first (a tuple), then ``items`` for the rest."""
         low = _natural(schema, "minItems", pointer, 0)
         high = _natural(schema, "maxItems", pointer, None)
@@ -451,24 +479,23 @@ class _Translator:
             if high == 0 or item is None:
                 if low > 0:
                     raise SchemaError(_pointer(pointer, "minItems"), "no item may be present, so minItems cannot hold")
-                return open_ + close
-            tail = _repeat(max(low - 1, 0), None if high is None else high - 1)
-            items = f"{item}(?:{comma}{item}){tail}"
-            return open_ + (items if low > 0 else f"(?:{items})?") + close
+                return seq(open_, close)
+            items = seq(item, Rep(seq(comma, item), max(low - 1, 0), None if high is None else high - 1))
+            return seq(open_, items if low > 0 else Rep(items, 0, 1), close)
         # lengths up to the prefix's: its first n schemas; longer ones: the whole prefix, then items
         lengths = []
         for n in range(low, len(firsts) + 1):
             if high is not None and n > high:
                 break
-            lengths.append(comma.join(firsts[:n]))
+            lengths.append(_joined(firsts[:n], comma))
         if item is not None and (high is None or high > len(firsts)):
-            more = _repeat(max(low - len(firsts), 1), None if high is None else high - len(firsts))
-            lengths.append(comma.join(firsts) + f"(?:{comma}{item}){more}")
+            more = Rep(seq(comma, item), max(low - len(firsts), 1), None if high is None else high - len(firsts))
+            lengths.append(seq(_joined(firsts, comma), more))
         if not lengths:
             raise SchemaError(_pointer(pointer, "minItems"), "more items are required than prefixItems and items allow")
-        return open_ + (lengths[0] if len(lengths) == 1 else "(?:" + "|".join(lengths) + ")") + close
+        return seq(open_, alt(lengths), close)
 
-    def type_object(self, schema: dict, pointer: str, refs) -> str:
+    def type_object(self, schema: dict, pointer: str, refs) -> Node:
         """Listed properties in order, then any number of extra members (module docstring)."""
         properties = schema.get("properties", {})
         if not isinstance(properties, dict):
@@ -479,8 +506,9 @@ class _Translator:
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaError(_pointer(pointer, "required"), "must be a list of property names")
-        # absent: closed when the schema lists properties (even none), open when it says nothing of its members
-        extra = schema.get("additionalProperties", not ("properties" in schema or "patternProperties" in schema))
+        # absent: open when the schema says nothing of its members (or open_objects), else closed (module docstring)
+        extra = schema.get("additionalProperties",
+                           self.open_objects or not ("properties" in schema or "patternProperties" in schema))
         names = schema.get("propertyNames")
         colon, comma = self.punct(":"), self.punct(",")
         members, listed = [], []
@@ -490,7 +518,7 @@ class _Translator:
                 continue
             listed.append(name)
             text = self.value(sub, self.at(sub, _pointer(_pointer(pointer, "properties"), name)), refs)
-            members.append((json_literal(name) + colon + text, name in required))
+            members.append((seq(Lit(json.dumps(name, ensure_ascii=False)), colon, text), name in required))
         more = self.extra_members(schema, pointer, refs, listed, patterns, extra, names)
         minimum = _natural(schema, "minProperties", pointer, 0)
         maximum = _natural(schema, "maxProperties", pointer, None)
@@ -501,7 +529,7 @@ class _Translator:
         if maximum is not None and (more is not None or maximum < len(members)):
             self.unsupported(_pointer(pointer, "maxProperties"), "maxProperties below the number of possible members "
                                                                   "is not supported")
-        return self.punct("{") + _members(members, more, comma, allow_empty=minimum < 1) + self.punct("}")
+        return seq(self.punct("{"), Members(members, more, comma, allow_empty=minimum < 1), self.punct("}"))
 
     def member_schema(self, name: str, schema: dict, pointer: str, properties, patterns, extra, names):
         """The schema of a listed member's value (its property's, the matching patterns', or additionalProperties');
@@ -531,9 +559,9 @@ class _Translator:
 
     def name_allowed(self, name: str, names_schema, pointer: str, refs: tuple) -> bool:
         """Whether ``name`` is valid under ``propertyNames`` (its pattern, spelled one way, matches the name)."""
-        return regex.fullmatch(self.name_pattern(names_schema, pointer, refs), json.dumps(name, ensure_ascii=False)) is not None
+        return regex.fullmatch(render(self.name_pattern(names_schema, pointer, refs)), json.dumps(name, ensure_ascii=False)) is not None
 
-    def name_pattern(self, names_schema, pointer: str, refs: tuple) -> str:
+    def name_pattern(self, names_schema, pointer: str, refs: tuple) -> Node:
         """``propertyNames`` as the pattern of a member name (a JSON string, spelled as json.dumps does)."""
         if isinstance(names_schema, dict) and "type" not in names_schema and not names_schema.keys() & {"enum", "const", "$ref", "anyOf", "oneOf", "allOf"}:
             names_schema = {**names_schema, "type": "string"}
@@ -544,7 +572,7 @@ class _Translator:
             self.names = outer
 
     def extra_members(self, schema: dict, pointer: str, refs: tuple, listed: list[str], patterns: dict, extra,
-                      names) -> str | None:
+                      names) -> Node | None:
         """One extra member (name, colon, value) as a pattern, None when the schema allows none.
 
         Generated: for each pattern of ``patternProperties`` no listed name
@@ -561,54 +589,35 @@ class _Translator:
         for p, sub in patterns.items():
             if names is not None or any(pattern_matches(p, n) for n in listed):
                 continue
-            name = '"' + _string_pattern(p, _pointer(where, p)) + '"'
+            name = seq(Lit('"'), _leaf(_string_pattern(p, _pointer(where, p))), Lit('"'))
             shared = [patterns[q] for q in patterns if q == p or _may_share_names(p, q)]
             value = shared[0] if len(shared) == 1 else {"allOf": shared}
-            branches.append(name + colon + self.value(value, self.at(value, _pointer(where, p)), refs))
+            branches.append(seq(name, colon, self.value(value, self.at(value, _pointer(where, p)), refs)))
         if extra is not False and not patterns:
             if names is None:
-                name = other_names(listed)
+                name = _leaf(other_names(listed))
             else:
                 name = self.name_pattern(names, _pointer(pointer, "propertyNames"), refs)
-                if any(regex.fullmatch(name, json.dumps(n, ensure_ascii=False)) for n in listed):
+                text = render(name)
+                if any(regex.fullmatch(text, json.dumps(n, ensure_ascii=False)) for n in listed):
                     name = None
             if name is not None:
                 value = self.value(extra, self.at(extra, _pointer(pointer, "additionalProperties")), refs)
-                branches.append(name + colon + value)
-        if not branches:
-            return None
-        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+                branches.append(seq(name, colon, value))
+        return alt(branches) if branches else None
 
 
-def _members(members: list[tuple[str, bool]], more: str | None, comma: str, allow_empty: bool = True) -> str:
-    """Properties in order, the optional ones may be absent, commas only between present ones; then extras.
+def _leaf(text: str) -> Leaf:
+    """A leaf sized by its compiled DFA (bytes; cached, and needed again to build the automaton)."""
+    return Leaf(text, leaf_dfa(text, ByteAlphabet()).num_states + 1)
 
-    ``after[i]``: properties ``i..`` once one has been written (each present one
-    starts with a comma).  The whole: for each choice of the first present
-    property ``k`` (every property before it optional), ``k`` then ``after[k+1]``;
-    extra members (``more``) follow, each after a comma, or start the object
-    when no listed member is present.
-    """
-    n = len(members)
-    tail = f"(?:{comma}{more})*" if more is not None else ""
-    after = [""] * (n + 1)
-    after[n] = tail
-    for i in range(n - 1, -1, -1):
-        text, needed = members[i]
-        after[i] = (f"{comma}{text}" if needed else f"(?:{comma}{text})?") + after[i + 1]
-    choices = []
-    for k, (text, needed) in enumerate(members):
-        choices.append(text + after[k + 1])
-        if needed:
-            break
-    else:  # every property optional: extras alone, or the empty object
-        if more is not None:
-            choices.append(more + tail)
-        if allow_empty:
-            choices.append("")
-    if not choices:
-        return NOTHING
-    return choices[0] if len(choices) == 1 else "(?:" + "|".join(choices) + ")"
+
+def _joined(parts: list[Node], comma: Node) -> Node:
+    """``parts`` separated by ``comma``."""
+    out: list[Node] = []
+    for i, part in enumerate(parts):
+        out.extend([comma, part] if i else [part])
+    return seq(*out)
 
 
 def _draft4_bounds(schema: dict) -> dict:
@@ -626,10 +635,8 @@ def _draft4_bounds(schema: dict) -> dict:
 def _may_share_names(p: str, q: str) -> bool:
     """Whether two ``patternProperties`` patterns can both match one name (their name automata intersect)."""
     from ..automata.product import intersect
-    from . import ByteAlphabet, compile_regex
-
     try:
-        a, b = (compile_regex(_string_pattern(x, ""), ByteAlphabet()) for x in (p, q))
+        a, b = (leaf_dfa(_string_pattern(x, ""), ByteAlphabet()) for x in (p, q))
     except BpefstError:
         return True
     return bool(intersect(a, b).finals)
@@ -840,8 +847,6 @@ def _string_pattern(pattern, pointer: str) -> str:
     may be extended by any characters.  The pattern must not be able to match
     characters that JSON escapes (``"``, ``\\``, controls), checked on its DFA.
     """
-    from . import ByteAlphabet, compile_regex  # the package, for the check
-
     if not isinstance(pattern, str):
         raise SchemaError(pointer, "must be a string")
     body, head, tail = pattern, False, False
@@ -854,7 +859,7 @@ def _string_pattern(pattern, pointer: str) -> str:
     free = r'[^"\\\x00-\x1f]*'
     text = ("" if head else free) + f"(?:{body})" + ("" if tail else free)
     try:
-        dfa = compile_regex(body, ByteAlphabet())
+        dfa = leaf_dfa(body, ByteAlphabet())  # cached: the translation compiles the same leaf again
     except BpefstError as exc:
         raise SchemaError(pointer, f"{exc}") from None
     escaped = set(range(0x20)) | {ord('"'), ord("\\")}
