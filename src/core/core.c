@@ -257,6 +257,12 @@ typedef struct {
     int *codes;
     size_t count;
     atomic_size_t next;
+#ifdef HAVE_PTHREADS
+    uint8_t *done; /* when not NULL: texts finished, under `lock` (see run_batch_converting) */
+    size_t wanted; /* the text the converting thread waits for, signalled on `finished` when done */
+    pthread_mutex_t lock;
+    pthread_cond_t finished;
+#endif
 } Batch;
 
 typedef struct {
@@ -276,6 +282,14 @@ static void *run_worker(void *argument) {
         IdBuffer ids = {0};
         batch->codes[i] = encode_text(batch->encoder, worker->cache, &scratch, &batch->texts[i], batch->ascii[i], &ids);
         batch->outs[i] = ids;
+#ifdef HAVE_PTHREADS
+        if (batch->done) {
+            pthread_mutex_lock(&batch->lock);
+            batch->done[i] = 1;
+            if (i == batch->wanted) pthread_cond_signal(&batch->finished); /* a wake-up only where one waits */
+            pthread_mutex_unlock(&batch->lock);
+        }
+#endif
     }
     free(scratch.bytes);
     return NULL;
@@ -318,6 +332,68 @@ static PyObject *joined_ids(const Encoder *e, const int *codes, const IdBuffer *
     return list;
 }
 
+/* The result object of text i (a list, or packed bytes), or None when it was declined; NULL on error. */
+static PyObject *batch_item(const Encoder *e, const Batch *batch, size_t i, int packed) {
+    if (packed && batch->codes[i] == ENCODED)
+        return PyBytes_FromStringAndSize((const char *)batch->outs[i].ids, (Py_ssize_t)(batch->outs[i].length * sizeof(uint32_t)));
+    return result_or_error(e, batch->codes[i], &batch->outs[i]);
+}
+
+#ifdef HAVE_PTHREADS
+/* Runs the batch on `threads` threads of their own while this thread, which holds the GIL, turns each
+ * text's ids into its result object as soon as they are done (in order, as many as are ready each time
+ * it wakes), releasing the GIL only to wait: the objects are made while the threads encode instead of
+ * one after another at the end.  Fills `result` (a list of `count` slots); -1 on error, after every
+ * thread has finished. */
+static int run_batch_converting(Encoder *e, Batch *batch, int threads, const int *taken, int packed, PyObject *result) {
+    Worker workers[MAX_THREADS];
+    pthread_t handles[MAX_THREADS];
+    uint8_t *done = calloc(batch->count ? batch->count : 1, 1);
+    if (!done) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    pthread_mutex_init(&batch->lock, NULL);
+    pthread_cond_init(&batch->finished, NULL);
+    batch->done = done;
+    int started = 0, failed = 0;
+    for (; started < threads; started++) {
+        workers[started] = (Worker){batch, &e->caches[taken[started]]};
+        if (pthread_create(&handles[started], NULL, run_worker, &workers[started])) break;
+    }
+    if (started == 0) { /* no thread could start: encode here */
+        Py_BEGIN_ALLOW_THREADS
+        run_worker(&workers[0]);
+        Py_END_ALLOW_THREADS
+    }
+    for (size_t i = 0; i < batch->count;) {
+        size_t ready = i;
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&batch->lock);
+        batch->wanted = i;
+        while (!done[i]) pthread_cond_wait(&batch->finished, &batch->lock);
+        while (ready + 1 < batch->count && done[ready + 1]) ready++;
+        pthread_mutex_unlock(&batch->lock);
+        Py_END_ALLOW_THREADS
+        for (; i <= ready; i++) {
+            PyObject *item = failed ? NULL : batch_item(e, batch, i, packed);
+            if (!item) failed = 1;
+            else PyList_SET_ITEM(result, (Py_ssize_t)i, item);
+            free(batch->outs[i].ids);
+            batch->outs[i].ids = NULL;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (int k = 0; k < started; k++) pthread_join(handles[k], NULL);
+    Py_END_ALLOW_THREADS
+    batch->done = NULL;
+    free(done);
+    pthread_cond_destroy(&batch->finished);
+    pthread_mutex_destroy(&batch->lock);
+    return failed ? -1 : 0;
+}
+#endif
+
 static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     PyObject *texts;
     int threads = 1, packed = 0, joined = 0;
@@ -341,13 +417,21 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     if (threads < 1) threads = 1;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if ((size_t)threads > count) threads = count ? (int)count : 1;
-    Batch batch = {e, ts, ascii, outs, codes, count, 0};
+    Batch batch = {.encoder = e, .texts = ts, .ascii = ascii, .outs = outs, .codes = codes, .count = count};
     int taken[MAX_THREADS];
     threads = take_caches(e, threads, taken); /* fewer threads when other calls hold caches */
     if (threads < 0) {
         PyErr_NoMemory();
         goto done;
     }
+#ifdef HAVE_PTHREADS
+    if (threads > 1 && !joined) {
+        result = PyList_New((Py_ssize_t)count);
+        if (result && run_batch_converting(e, &batch, threads, taken, packed, result)) Py_CLEAR(result);
+        give_back_caches(e, taken, threads);
+        goto done;
+    }
+#endif
     Py_BEGIN_ALLOW_THREADS
     run_batch(e, &batch, threads, taken);
     Py_END_ALLOW_THREADS
@@ -359,9 +443,7 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *args) {
     result = PyList_New((Py_ssize_t)count);
     if (!result) goto done;
     for (size_t i = 0; i < count; i++) {
-        PyObject *item = packed && codes[i] == ENCODED
-                             ? PyBytes_FromStringAndSize((const char *)outs[i].ids, (Py_ssize_t)(outs[i].length * sizeof(uint32_t)))
-                             : result_or_error(e, codes[i], &outs[i]);
+        PyObject *item = batch_item(e, &batch, i, packed);
         if (!item) {
             Py_CLEAR(result);
             goto done;
