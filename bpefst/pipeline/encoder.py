@@ -44,7 +44,7 @@ import os
 from array import array
 from functools import cached_property, partial
 from collections import deque
-from itertools import chain, islice
+from itertools import chain, islice, repeat
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from .. import native
@@ -798,7 +798,8 @@ class Tokenizer(TiktokenMethods):
 def _forget_oldest_half(cache: dict) -> None:
     """Drop the older half of a full chunk cache (insertion order): cheaper than clearing it all, which
     forgets the frequent chunks too; each entry is still touched once per ``cache_size / 2`` misses."""
-    deque(map(cache.pop, list(islice(cache, max(1, len(cache) // 2)))), maxlen=0)
+    # pop(key, None): a thread encoding beside this one may have dropped some of these keys already
+    deque(map(cache.pop, list(islice(cache, max(1, len(cache) // 2))), repeat(None)), maxlen=0)
 
 
 def _check_threads(num_threads: int | None) -> None:
