@@ -231,3 +231,36 @@ def test_banned_mask_of_an_unreachable_token_bans_everything() -> None:
         if unreachable:
             return
     pytest.skip("no random model with an unreachable token")
+
+
+def _classes_from_whole_bitsets(forest: MergeForest) -> tuple[list[int], list[int]]:
+    """The grouping by whole banned bitsets, in one pass (the oracle for the windowed refinement)."""
+    from bpefst.bpe.banned import banned_masks
+
+    classes: dict[int, int] = {}
+    token_class = [-1] * forest.size
+    for u, mask in banned_masks(forest):
+        token_class[u] = classes.setdefault(mask, len(classes))
+    return token_class, list(classes)
+
+
+@pytest.mark.parametrize("window", [1, 3, 8, 64, 1 << 20])
+def test_token_classes_refined_by_window_equal_whole_bitsets(window: int) -> None:
+    """Any window of follower ids gives the same classes, numbered alike, and the same bitsets."""
+    from bpefst.bpe.canonical import CanonicalAutomaton
+
+    distinct = 0
+    for seed in range(12):
+        forest = MergeForest.from_model(random_char_model(seed, alphabet="abcd", num_merges=40, suffix=None))
+        expected = _classes_from_whole_bitsets(forest)
+        assert CanonicalAutomaton(forest).token_classes(window) == expected
+        distinct += len(expected[1])
+    assert distinct > 12 * 3  # the models have several classes each, so a wrong grouping would show
+
+
+def test_token_classes_of_gpt2_by_window_equal_whole_bitsets() -> None:
+    from bpefst.bpe.canonical import CLASS_WINDOW, CanonicalAutomaton
+
+    forest = MergeForest.from_model(load_tokenizer(require_shared() / "gpt2/vocab.json"))
+    assert forest.size > CLASS_WINDOW  # more than one window
+    assert CanonicalAutomaton(forest).token_classes() == _classes_from_whole_bitsets(forest)

@@ -36,6 +36,7 @@ START = -1
 ENCODINGS = ("explicit", "implicit")
 AUTO_EXPLICIT_LIMIT = 65_536  # largest vocabulary `--encoding auto` stores explicitly
 _MEMO_LIMIT = 1 << 21
+CLASS_WINDOW = 16_384  # follower ids per pass when grouping tokens by banned set (memory: one window's bitsets)
 _BANNED_MEMO_LIMIT = 4096  # banned bitsets kept by the implicit encoding (each up to vocabulary/8 bytes)
 
 
@@ -104,13 +105,38 @@ class CanonicalAutomaton:
 
     # -- structure ------------------------------------------------------------------------
 
-    def token_classes(self) -> tuple[list[int], list[int]]:
-        """``(class of each token or -1, banned bitset of each class)``; the minimal states."""
-        classes: dict[int, int] = {}
-        token_class = [-1] * self.forest.size
-        for u, mask in banned_masks(self.forest):
-            token_class[u] = classes.setdefault(mask, len(classes))
-        return token_class, list(classes)
+    def token_classes(self, window: int = CLASS_WINDOW) -> tuple[list[int], list[int]]:
+        """``(class of each token or -1, banned bitset of each class)``; the minimal states.
+
+        Classes are refined one window of follower ids at a time: after a
+        window a token's class is the pair (its class so far, its banned bits
+        in the window), so memory holds one window's follower sets and the
+        distinct pieces, not every token's whole bitset at once (GPT-2: 320 MB
+        at the peak instead of 800).  Classes are numbered by first occurrence
+        in merge-rank order, as a single pass over whole bitsets numbers them.
+        """
+        forest = self.forest
+        token_class = [-1] * forest.size
+        pieces: list[list[tuple[int, int]]] = []  # per window: class -> (class before the window, its bits there)
+        order: list[int] = []
+        for lo in range(0, max(forest.size, 1), window):
+            refined: dict[tuple[int, int], int] = {}
+            for u, mask in banned_masks(forest, lo, lo + window):
+                if lo == 0:
+                    order.append(u)
+                token_class[u] = refined.setdefault((token_class[u], mask), len(refined))
+            pieces.append(list(refined))
+        first_seen: dict[int, int] = {}
+        for u in order:
+            token_class[u] = first_seen.setdefault(token_class[u], len(first_seen))
+        class_banned = [0] * len(first_seen)
+        for last, number in first_seen.items():
+            mask, k = 0, last
+            for lo_index in range(len(pieces) - 1, -1, -1):
+                k, bits = pieces[lo_index][k]
+                mask |= bits << (lo_index * window)
+            class_banned[number] = mask
+        return token_class, class_banned
 
     def size_stats(self) -> dict[str, int]:
         """States, arcs and banned pairs of the minimal A_BPE (costly for large implicit automata)."""
