@@ -202,3 +202,41 @@ def test_guide_cache_dir_gpt2(shared_data, tmp_path):
                 break
             token = rng.choice(row)
             a, b = built.step(a, token), read.step(b, token)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_batch_fill_and_advance_agree_with_one_state_at_a_time(seed):
+    """fill_next_token_bitmasks writes each row as fill_next_token_bitmask does (None rows untouched);
+    advance() is step() repeated, None once a token leaves the language."""
+    model = random_byte_model(seed, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
+    stop = model.max_id + 1
+    language = bpefst.promote(model, r"(ab|b1)+( a{1,3})?")
+    guided = language.guide(stop_ids=[stop])
+    rng = random.Random(seed)
+    states, walks = [], []
+    for _ in range(12):  # states reached by random walks, with the tokens that reached them
+        state, tokens = guided.start, []
+        for _ in range(rng.randrange(5)):
+            row = guided.allowed(state)
+            if not row:
+                break
+            tokens.append(rng.choice(row))
+            state = guided.step(state, tokens[-1])
+        states.append(state)
+        walks.append(tokens)
+    for backend in backends():
+        batch = [*states, None]
+        bitmask = allocate_token_bitmask(len(batch), stop + 1, backend)
+        bitmask.fill(-1) if backend == "numpy" else bitmask.fill_(-1)
+        guided.fill_next_token_bitmasks(batch, bitmask)
+        for i, state in enumerate(states):
+            row = bitmask[i] if backend == "numpy" else bitmask[i].numpy()
+            assert unpacked(row) == expected(guided, state)
+        last = bitmask[-1] if backend == "numpy" else bitmask[-1].numpy()
+        assert unpacked(last) == set(range(32 * bitmask.shape[1]))  # the finished row is left alone
+        with pytest.raises(BpefstError, match="a batch of 13 states"):
+            guided.fill_next_token_bitmasks(batch, allocate_token_bitmask(2, stop + 1, backend))
+    for state, tokens in zip(states, walks):
+        assert guided.advance(guided.start, tokens) == state
+    outside = next(t for t in range(model.max_id + 1) if t not in guided.allowed(guided.start))
+    assert guided.advance(guided.start, [outside, *walks[0]]) is None

@@ -66,8 +66,7 @@ class AutomatonLogitsProcessor(transformers.LogitsProcessor):
         if self.bitmask is None or self.bitmask.shape != (batch, words):
             self.bitmask = allocate_token_bitmask(batch, scores.shape[-1], "torch")
         active = [i for i, state in enumerate(self.states) if state != FINISHED]
-        for i in active:
-            self.guided.fill_next_token_bitmask(self.states[i], self.bitmask, i)
+        self.guided.fill_next_token_bitmasks([None if state == FINISHED else state for state in self.states], self.bitmask)
         if active:
             mask = self.bitmask.to(scores.device, non_blocking=True)
             apply_token_bitmask(scores, mask, rows=None if len(active) == batch else active)

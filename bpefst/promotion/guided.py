@@ -118,6 +118,35 @@ class GuidedAutomaton:
         else:
             bitmask[:] = packed
 
+    def fill_next_token_bitmasks(self, states: Iterable[int | None], bitmask) -> None:
+        """Row ``i`` of ``bitmask`` (shape ``(batch, words)``) for ``states[i]``, for a whole batch in one call.
+
+        A row whose state is None (a sequence that has finished) is left as it
+        is, so the caller can keep it all ones or skip it when applying.
+        """
+        states = list(states)
+        if len(bitmask.shape) != 2 or bitmask.shape[0] < len(states):
+            raise BpefstError(f"a batch of {len(states)} states needs a bitmask of shape (at least {len(states)}, words), "
+                              f"not {tuple(bitmask.shape)}")
+        words, kind, packed_rows = bitmask.shape[-1], type(bitmask), self._packed
+        for index, state in enumerate(states):
+            if state is None:
+                continue
+            key = (state, words, kind)
+            packed = packed_rows.get(key)
+            if packed is None:
+                packed = packed_rows[key] = self._pack(state, bitmask)
+            bitmask[index] = packed
+
+    def advance(self, state: int, tokens: Iterable[int]) -> int | None:
+        """The state after ``tokens`` (a forced chain, a draft, a prompt's tail), or None if one leaves the language."""
+        step = self.automaton.step
+        for token in tokens:
+            if state is None:
+                return None
+            state = step(state, token)
+        return state
+
     def _pack(self, state: int, bitmask):
         if state is None:
             raise BpefstError("no state to fill a mask for: the last token left the language (step returned None)")
