@@ -127,13 +127,25 @@ def native_encoder(model: "BPEModel", cache_size: int = CACHE_SLOTS):
                         core.PATTERN_NONE if number is None else number, slots)
 
 
-def pair_checker(forest: "MergeForest"):
-    """A ``bpefst._core.PairChecker`` over a merge forest: the canonical-pair test of
-    :func:`bpefst.bpe.compatibility.compatible_before` (its pure twin) with a bounded set of
-    pairs already known canonical, for the validator."""
+def _forest_tables(forest: "MergeForest") -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """rank, left, right (packed int32), the merges' (left, right) pairs and their ranks (packed uint32)."""
     pair_ranks = forest.pair_rank
     pairs = array("I", bytes(8 * len(pair_ranks)))
     pairs[0::2] = array("I", map(itemgetter(0), pair_ranks))
     pairs[1::2] = array("I", map(itemgetter(1), pair_ranks))
-    return core.PairChecker(array("i", forest.rank).tobytes(), array("i", forest.left).tobytes(),
-                            array("i", forest.right).tobytes(), pairs.tobytes(), array("I", pair_ranks.values()).tobytes())
+    return (array("i", forest.rank).tobytes(), array("i", forest.left).tobytes(), array("i", forest.right).tobytes(),
+            pairs.tobytes(), array("I", pair_ranks.values()).tobytes())
+
+
+def banned_index(forest: "MergeForest"):
+    """A ``bpefst._core.BannedIndex`` over a merge forest: ``mask(u)`` is BANNED(u) as bitset bytes, the
+    loop of :class:`bpefst.bpe.banned.SingleBanned` (its pure twin), for the implicit A_BPE's masks."""
+    rank, left, right, pairs, ranks = _forest_tables(forest)
+    return core.BannedIndex(rank, left, right, bytes(map(bool, forest.reachable)), pairs, ranks)
+
+
+def pair_checker(forest: "MergeForest"):
+    """A ``bpefst._core.PairChecker`` over a merge forest: the canonical-pair test of
+    :func:`bpefst.bpe.compatibility.compatible_before` (its pure twin) with a bounded set of
+    pairs already known canonical, for the validator."""
+    return core.PairChecker(*_forest_tables(forest))

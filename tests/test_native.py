@@ -406,6 +406,70 @@ def test_validate_loops_check_their_arguments() -> None:
         core.parse_ids("text")
 
 
+# -- one token's banned set (src/core/banned.h) ------------------------------------------------------
+
+def bits(mask: bytes) -> set[int]:
+    value = int.from_bytes(mask, "little")
+    return {v for v in range(value.bit_length()) if value >> v & 1}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_banned_index_equals_the_pure_index_and_the_pair_walk(seed: int) -> None:
+    """BANNED(u) of every token of a random model: the core's bitset is SingleBanned's set, and both
+    are the reachable v whose pair (u, v) the pair walk finds not canonical."""
+    from bpefst.bpe import MergeForest
+    from bpefst.bpe.banned import SingleBanned
+    from bpefst.bpe.compatibility import compatible_before
+
+    forest = MergeForest.from_model(random_byte_model(seed, b"ab c", num_merges=30))
+    index, single = native.banned_index(forest), SingleBanned(forest)
+    banned_pairs = 0
+    for u in forest.reachable_ids:
+        expected = {v for v in forest.reachable_ids if not compatible_before(forest, u, v)}
+        assert single.tokens(u) == expected
+        assert bits(index.mask(u)) == expected, u
+        assert len(index.mask(u)) == (forest.size + 7) // 8
+        banned_pairs += len(expected)
+    assert banned_pairs > 0
+
+
+def test_banned_index_on_a_real_vocabulary_and_in_the_implicit_automaton() -> None:
+    from bpefst.bpe import MergeForest
+    from bpefst.bpe.canonical import ImplicitCanonical
+    from bpefst.tokenizer import load_tokenizer
+
+    forest = MergeForest.from_model(load_tokenizer(str(real_tokenizers()["cl100k_base"])))
+    compiled, pure = ImplicitCanonical(forest, "compiled"), ImplicitCanonical(forest, "pure")
+    tokens = random.Random(31).sample(forest.reachable_ids, 400) + list(range(256))
+    assert all(compiled.banned_mask(u) == pure.banned_mask(u) for u in tokens)
+    assert sum(compiled.banned_mask(u) != 0 for u in tokens) > 300
+
+
+def test_banned_index_checks_its_arguments() -> None:
+    rank, left, right = array("i", [-1, -1, 0]).tobytes(), array("i", [-1, -1, 0]).tobytes(), array("i", [-1, -1, 1]).tobytes()
+    index = core.BannedIndex(rank, left, right, b"\x01\x01\x01", packed(0, 1), packed(0))
+    assert bits(index.mask(0)) == {1} and bits(index.mask(1)) == set() and bits(index.mask(2)) == set()
+    for u in (3, -1, 1 << 70):
+        with pytest.raises(IndexError):
+            index.mask(u)
+    with pytest.raises(TypeError):
+        index.mask("a")
+    with pytest.raises(ValueError, match="lower ranks"):
+        core.BannedIndex(array("i", [-1, 0]).tobytes(), array("i", [-1, 1]).tobytes(), array("i", [-1, 0]).tobytes(), b"\x01\x01",
+                         b"", b"")
+    with pytest.raises(ValueError, match="reachable one byte"):
+        core.BannedIndex(rank, left, right, b"\x01", packed(0, 1), packed(0))
+    with pytest.raises(ValueError, match="pairs"):
+        core.BannedIndex(rank, left, right, b"\x01\x01\x01", packed(0), packed(0))
+    with pytest.raises(ValueError, match="outside the forest"):
+        core.BannedIndex(rank, left, right, b"\x01\x01\x01", packed(0, 9), packed(0))
+    with pytest.raises(RuntimeError, match="not initialised"):
+        core.BannedIndex.__new__(core.BannedIndex).mask(0)
+    with pytest.raises(RuntimeError, match="already initialised"):
+        index.__init__(rank, left, right, b"\x01\x01\x01", packed(0, 1), packed(0))
+
+
+
 # -- loading a .bpefst tokenizer (src/core/vocab.h) ---------------------------------------------------
 
 def body_tables(model) -> dict:

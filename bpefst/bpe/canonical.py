@@ -161,14 +161,19 @@ class ImplicitCanonical(CanonicalAutomaton):
 
     encoding = "implicit"
 
-    def __init__(self, forest: MergeForest):
+    def __init__(self, forest: MergeForest, engine: str | None = None):
+        """``engine``: where single banned sets are computed (:func:`bpefst.native.choose`)."""
+        from .. import native
+
         super().__init__(forest)
         self._memo: dict[int, bool] = {}
-        self._single: SingleBanned | None = None
+        self._compiled = native.choose(engine) == "compiled" and forest.size <= native.CORE_MAX_ID
+        self._single = None  # the index of one token's banned set, built on first use
         self._banned: dict[int, int] = {}
 
     def banned_mask(self, u: int) -> int:
-        """From the per-forest index of :class:`~.banned.SingleBanned` (built on first use), memoized."""
+        """From a per-forest index of single banned sets (:class:`~.banned.SingleBanned`, or its compiled
+        twin ``bpefst._core.BannedIndex``), built on first use; memoized."""
         if u == START:
             return 0
         if not self.reachable[u]:
@@ -176,11 +181,20 @@ class ImplicitCanonical(CanonicalAutomaton):
         mask = self._banned.get(u)
         if mask is None:
             if self._single is None:
-                self._single = SingleBanned(self.forest)
+                self._single = self._build_index()
             if len(self._banned) >= _BANNED_MEMO_LIMIT:
                 self._banned.clear()
-            mask = self._banned[u] = _mask_of(self._single.tokens(u))
+            if self._compiled:
+                mask = int.from_bytes(self._single.mask(u), "little")
+            else:
+                mask = _mask_of(self._single.tokens(u))
+            self._banned[u] = mask
         return mask
+
+    def _build_index(self):
+        from .. import native
+
+        return native.banned_index(self.forest) if self._compiled else SingleBanned(self.forest)
 
     def allowed(self, u: int, v: int) -> bool:
         reachable = self.reachable

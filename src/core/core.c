@@ -36,6 +36,7 @@
 enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 
 #include "validate.h"
+#include "banned.h"
 
 typedef struct {
     uint32_t *ids;
@@ -807,13 +808,16 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0) return NULL;
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&EncoderType);
     Py_INCREF(&PairCheckerType);
+    Py_INCREF(&BannedIndexType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
+        PyModule_AddObject(m, "BannedIndex", (PyObject *)&BannedIndexType) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_GPT2", PATTERN_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_CL100K", PATTERN_CL100K) < 0 ||
@@ -821,6 +825,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "PATTERN_NONE", PATTERN_NONE) < 0) {
         Py_DECREF(&EncoderType);
         Py_DECREF(&PairCheckerType);
+        Py_DECREF(&BannedIndexType);
         Py_DECREF(m);
         return NULL;
     }
