@@ -202,3 +202,25 @@ def test_a_language_keeps_nothing_alive_after_it():
     del first
     gc.collect()
     assert guide() is None and product() is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("pattern", [CUT, WHOLE, r"[ab1 ]{0,6}1"])
+def test_step_before_any_row_agrees_with_the_row(seed, pattern):
+    """A step from a state whose row was never built (the decoder's path: a lookup outside the lattice
+    state's largest token group) goes where the row, built afterwards, says; and the states reached by
+    steps alone accept exactly the tokenizer's encodings of the matches."""
+    m = model(seed)
+    lazy = bpefst.promote(m, pattern).on_demand()
+    tokens = range(m.max_id + 1)
+    queue, seen, stepped = [lazy.start], {lazy.start}, {}
+    while queue:  # every reachable state, numbered by steps only
+        state = queue.pop()
+        stepped[state] = {t: lazy.step(state, t) for t in tokens}
+        for target in stepped[state].values():
+            if target is not None and target not in seen:
+                seen.add(target)
+                queue.append(target)
+    for state, arcs in stepped.items():
+        assert {t: r for t, r in arcs.items() if r is not None} == lazy.row(state)
+    assert guided_sequences(GuidedAutomaton(lazy)) == encodings(m, pattern)
