@@ -77,7 +77,7 @@ class OnDemandCanonical:
         self.good = liveness.solve()
         self._filed = liveness.filed
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
-        self._lookups: list[tuple[dict[int, int], int] | None] = [None] * len(chunked.transitions)
+        self._pattern_rows, self._spellings = chunked.transitions, trie.spellings or trie._spell_all()
         self._begin(chunked.start)
 
     def _begin(self, start: int) -> None:
@@ -103,7 +103,7 @@ class OnDemandCanonical:
         self.finals_q, self.cut, self.good, self._filed = liveness["finals"], liveness["cut"], liveness["good"], liveness["filed"]
         self.groups = None  # only liveness reads them
         self._rows_q = [None] * len(self.cut)
-        self._lookups = [None] * len(self.cut)
+        self._pattern_rows = self._spellings = None
         self._begin(liveness["start"])
         return self
 
@@ -134,24 +134,17 @@ class OnDemandCanonical:
 
     def _target(self, q: int, t: int) -> int | None:
         """Where ``t`` leads from ``q`` (None when ``t`` is not in ``good[q]``), without building ``q``'s
-        whole row: the tokens outside its largest group are looked up, the rest go where that group goes
-        (a string-content state of a JSON pattern reads 100,000 tokens of cl100k, nearly all to one target)."""
+        whole row (a string-content state of a JSON pattern reads 100,000 tokens of cl100k): the chunked
+        pattern read along ``t``'s spelling, which is what the lattice arc is."""
         if not self.good[q] >> t & 1:
             return None
         row = self._rows_q[q]
-        if row is not None:
-            return row[t]
-        lookup = self._lookups[q]
-        if lookup is None:
-            filed = self._filed[q]
-            largest = max(range(len(filed)), key=lambda k: len(filed[k][0]))
-            others: dict[int, int] = {}
-            for k, (tokens, r) in enumerate(filed):
-                if k != largest:
-                    others.update(zip(tokens, repeat(r)))
-            lookup = self._lookups[q] = (others, filed[largest][1])
-        others, most = lookup
-        return others.get(t, most)
+        if row is not None or self._pattern_rows is None:  # (a product read from the disk cache has no pattern)
+            return self.lattice_row(q)[t]
+        rows = self._pattern_rows
+        for symbol in self._spellings[t]:
+            q = rows[q][symbol]
+        return q
 
     def _may_follow(self, u: int, t: int) -> bool:
         return u == CHUNK_START or self.automaton.allowed(u, t)
