@@ -240,3 +240,55 @@ def test_batch_fill_and_advance_agree_with_one_state_at_a_time(seed):
         assert guided.advance(guided.start, tokens) == state
     outside = next(t for t in range(model.max_id + 1) if t not in guided.allowed(guided.start))
     assert guided.advance(guided.start, [outside, *walks[0]]) is None
+
+
+@pytest.mark.parametrize("engine", ["compiled", "pure"])
+@pytest.mark.parametrize("seed", range(3))
+def test_masks_over_the_implicit_a_bpe_on_both_engines(seed, engine):
+    """Over the implicit A_BPE (what vocabularies past 65,536 tokens get) the compiled core writes a new
+    state's mask as bytes (good[q] without the previous token's banned set, per configuration, OR-ed);
+    every state's mask, stop ids included, is its row's tokens on both engines."""
+    from bpefst import native
+    from bpefst.bpe import MergeForest, build_canonical
+    from bpefst.bpe.canonical import ImplicitCanonical
+    from bpefst.promotion import TokenLanguage
+
+    if engine == "compiled" and native.core is None:
+        pytest.skip(f"the compiled core is not in use here: {native.engine_description()}")
+    model = random_byte_model(seed, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
+    stop = model.max_id + 1
+    automaton = ImplicitCanonical(MergeForest.from_model(model), engine)
+    pattern = compile_regex(r"(ab|b1)+( a{1,3})?", alphabet_for(model))
+    guided = TokenLanguage(pattern, model, automaton=automaton).guide(stop_ids=[stop])
+    explicit = TokenLanguage(pattern, model, automaton=build_canonical(MergeForest.from_model(model), "explicit")).guide(
+        stop_ids=[stop])
+    lazy = guided.automaton
+    queue, seen = [lazy.start], {lazy.start}
+    while queue:  # masks first, rows afterwards: the bytes path is what a decoder meets on a new state
+        state = queue.pop()
+        bitmask = allocate_token_bitmask(1, stop + 1)
+        guided.fill_next_token_bitmask(state, bitmask)
+        assert unpacked(bitmask[0]) == expected(guided, state)
+        assert guided.allowed_token_ids(state) == sorted(expected(guided, state))
+        for token in guided.allowed(state):
+            target = guided.step(state, token)
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    if engine == "compiled":
+        assert any(lazy.packed_mask(state, 8) is not None for state in seen)
+    assert guided_language(guided) == guided_language(explicit)
+
+
+def guided_language(guided: GuidedAutomaton, depth: int = 6) -> set[tuple[int, ...]]:
+    found = set()
+
+    def walk(state, seq):
+        if guided.is_accepting(state):
+            found.add(tuple(seq))
+        if len(seq) < depth:
+            for token in guided.allowed(state):
+                walk(guided.step(state, token), [*seq, token])
+
+    walk(guided.start, [])
+    return found

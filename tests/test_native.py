@@ -469,6 +469,27 @@ def test_banned_index_checks_its_arguments() -> None:
         index.__init__(rank, left, right, b"\x01\x01\x01", packed(0, 1), packed(0))
 
 
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.lists(
+    st.tuples(st.binary(min_size=n, max_size=n), st.one_of(st.none(), st.binary(max_size=2 * n))), min_size=1, max_size=4)))
+def test_allowed_union_is_the_or_of_and_nots(pairs) -> None:
+    """Bytes in, bytes out: the same bits as Python ints (a shorter banned set bans nothing past its end)."""
+    expected = 0
+    for good, banned in pairs:
+        expected |= int.from_bytes(good, "little") & ~int.from_bytes(banned or b"", "little")
+    length = len(pairs[0][0])
+    assert core.allowed_union(list(pairs)) == expected.to_bytes(length, "little")
+
+
+def test_allowed_union_checks_its_arguments() -> None:
+    for bad, error in (([], TypeError), ((b"\x01", None), TypeError), ([b"\x01"], TypeError), ([(b"\x01",)], TypeError),
+                       ([(b"\x01", None), (b"\x01\x02", None)], ValueError), ([(b"\x01", 5)], TypeError),
+                       ([("text", None)], TypeError)):
+        with pytest.raises(error):
+            core.allowed_union(bad)
+    assert core.allowed_union([(bytearray(b"\x0f"), memoryview(b"\x05"))]) == b"\x0a"
+
+
 
 # -- loading a .bpefst tokenizer (src/core/vocab.h) ---------------------------------------------------
 

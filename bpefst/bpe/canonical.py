@@ -169,7 +169,7 @@ class ImplicitCanonical(CanonicalAutomaton):
         self._memo: dict[int, bool] = {}
         self._compiled = native.choose(engine) == "compiled" and forest.size <= native.CORE_MAX_ID
         self._single = None  # the index of one token's banned set, built on first use
-        self._banned: dict[int, int] = {}
+        self._banned: dict[int, int | bytes] = {}
 
     def banned_mask(self, u: int) -> int:
         """From a per-forest index of single banned sets (:class:`~.banned.SingleBanned`, or its compiled
@@ -178,16 +178,23 @@ class ImplicitCanonical(CanonicalAutomaton):
             return 0
         if not self.reachable[u]:
             return (1 << self.forest.size) - 1
+        mask = self._banned_memo(u)
+        return int.from_bytes(mask, "little") if self._compiled else mask
+
+    def banned_bytes(self, u: int) -> bytes | None:
+        """``BANNED(u)`` of a reachable token as little-endian bytes, on the compiled core (memoized with
+        :meth:`banned_mask`); None on the pure path, where callers use ``banned_mask``."""
+        return self._banned_memo(u) if self._compiled and u != START and self.reachable[u] else None
+
+    def _banned_memo(self, u: int):
+        """The memo behind both: bytes from the compiled index, ints from the pure one."""
         mask = self._banned.get(u)
         if mask is None:
             if self._single is None:
                 self._single = self._build_index()
             if len(self._banned) >= _BANNED_MEMO_LIMIT:
                 self._banned.clear()
-            if self._compiled:
-                mask = int.from_bytes(self._single.mask(u), "little")
-            else:
-                mask = _mask_of(self._single.tokens(u))
+            mask = self._single.mask(u) if self._compiled else _mask_of(self._single.tokens(u))
             self._banned[u] = mask
         return mask
 

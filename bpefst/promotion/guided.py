@@ -151,11 +151,13 @@ class GuidedAutomaton:
         if state is None:
             raise BpefstError("no state to fill a mask for: the last token left the language (step returned None)")
         words = bitmask.shape[-1]
-        mask = self.next_token_mask(state)
-        if mask.bit_length() > 32 * words:
-            raise BpefstError(f"the bitmask holds {32 * words:,} token ids, but token {mask.bit_length() - 1:,} may come next; "
-                              "size it for the whole vocabulary")
-        data = mask.to_bytes(4 * words, "little")
+        data = self._packed_bytes(state, 4 * words)
+        if data is None:
+            mask = self.next_token_mask(state)
+            if mask.bit_length() > 32 * words:
+                raise BpefstError(f"the bitmask holds {32 * words:,} token ids, but token {mask.bit_length() - 1:,} may come "
+                                  "next; size it for the whole vocabulary")
+            data = mask.to_bytes(4 * words, "little")
         if type(bitmask).__module__.startswith("torch"):
             import torch
 
@@ -163,6 +165,20 @@ class GuidedAutomaton:
         import numpy
 
         return numpy.frombuffer(data, dtype="<i4")
+
+    def _packed_bytes(self, state: int, length: int) -> bytes | None:
+        """The next-token mask as bytes straight from an automaton that makes them (on demand, over the
+        compiled core: no Python int of the whole vocabulary on a new state's path), else None."""
+        packed_mask = getattr(self.automaton, "packed_mask", None)
+        data = packed_mask(state, length) if packed_mask is not None else None
+        if data is None or not (self.stop_ids and self.is_accepting(state)):
+            return data
+        if max(self.stop_ids) >= 8 * length:
+            return None  # the int path names the problem
+        data = bytearray(data)
+        for token in self.stop_ids:
+            data[token >> 3] |= 1 << (token & 7)
+        return bytes(data)
 
     def is_accepting(self, state: int) -> bool:
         return state in self.automaton.finals

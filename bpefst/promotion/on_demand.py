@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from itertools import repeat
 
+from .. import native
 from ..automata import DFA
 from ..automata.numbering import Numbering
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
@@ -82,6 +83,8 @@ class OnDemandCanonical:
 
     def _begin(self, start: int) -> None:
         """Number the start configuration (once liveness is known)."""
+        self._good_bytes: dict[tuple[int, int], bytes] = {}  # (q, length) -> good[q] as bytes, for packed masks
+        self._stepped: dict[int, dict[int, int | None]] = {}  # state -> the steps taken from it before its row was built
         self._numbering = Numbering("on-demand canonical promotion", self.max_states)
         self._states: list[frozenset] = self._numbering.keys  # state -> its configurations
         self._rows: list[dict[int, int] | None] = []
@@ -182,6 +185,7 @@ class OnDemandCanonical:
                 self._targets(t, row_q[t], into)
         row = {t: self._number(frozenset(into)) for t, into in targets.items()}
         self._rows[state] = row
+        self._stepped.pop(state, None)
         return row
 
     def step(self, state: int, token: int) -> int | None:
@@ -189,12 +193,18 @@ class OnDemandCanonical:
         found = self._rows[state]
         if found is not None:
             return found.get(token)
+        stepped = self._stepped.get(state)
+        if stepped is None:
+            stepped = self._stepped[state] = {}
+        elif token in stepped:  # a decoder coming this way again (warm)
+            return stepped[token]
         into: set = set()
         for q, u in self._states[state]:
             r = self._target(q, token)
             if r is not None and self._may_follow(u, token):
                 self._targets(token, r, into)
-        return self._number(frozenset(into)) if into else None
+        target = stepped[token] = self._number(frozenset(into)) if into else None
+        return target
 
     def allowed_mask(self, state: int) -> int:
         """The tokens that may come next as a bitset over token ids: per configuration one
@@ -205,6 +215,25 @@ class OnDemandCanonical:
             good = self.good[q]
             mask |= good if u == CHUNK_START else good & ~banned_mask(u)
         return mask
+
+    def packed_mask(self, state: int, length: int) -> bytes | None:
+        """``allowed_mask(state)`` as ``length`` little-endian bytes, made without a Python int of the whole
+        vocabulary where A_BPE computes on the compiled core (else None: use allowed_mask)."""
+        banned_bytes = getattr(self.automaton, "banned_bytes", None)
+        if banned_bytes is None or native.core is None:
+            return None
+        pairs = []
+        for q, u in self._states[state]:
+            good = self._good_bytes.get((q, length))
+            if good is None:
+                if self.good[q].bit_length() > 8 * length:
+                    return None
+                good = self._good_bytes[(q, length)] = self.good[q].to_bytes(length, "little")
+            banned = None if u == CHUNK_START else banned_bytes(u)
+            if banned is None and u != CHUNK_START:
+                return None
+            pairs.append((good, banned))
+        return native.core.allowed_union(pairs)
 
     def arc_count(self, state: int) -> int:
         return len(self.row(state))

@@ -153,31 +153,86 @@ static uint32_t followers_end(const uint32_t *bounds, uint32_t lo, uint32_t hi, 
     return lo;
 }
 
-/* mask(u) -> bytes: BANNED(u) as a little-endian bitset of size bits (bit v set iff v may not follow u). */
-static PyObject *BannedIndex_mask(BannedIndex *b, PyObject *token) {
-    if (!b->rank) {
-        PyErr_SetString(PyExc_RuntimeError, "BannedIndex was not initialised");
-        return NULL;
-    }
-    uint32_t u;
-    if (id_of(token, b->size, &u)) return NULL;
-    PyObject *result = PyBytes_FromStringAndSize(NULL, ((Py_ssize_t)b->size + 7) / 8);
-    if (!result) return NULL;
-    uint8_t *bits = (uint8_t *)PyBytes_AS_STRING(result);
-    memset(bits, 0, ((size_t)b->size + 7) / 8);
+/* Set the bit of every v in BANNED(u) (bits holds length bytes, one per 8 ids of the forest). */
+static void mark_banned(const BannedIndex *b, uint32_t u, uint8_t *bits, size_t length) {
     uint64_t limit = UINT64_MAX;
     for (int32_t x = (int32_t)u;;) {
         uint32_t first = b->merge_start[x], stop = lower_bound(b->merge_rank, first, b->merge_start[x + 1], limit);
         for (uint32_t j = first; j < stop; j++) {
             uint32_t y = b->merge_right[j], lo = b->follower_start[y];
             uint32_t end = followers_end(b->follower_bound, lo, b->follower_start[y + 1], b->merge_rank[j]);
-            for (uint32_t f = lo; f < end; f++) bits[b->follower[f] >> 3] |= (uint8_t)(1u << (b->follower[f] & 7));
+            for (uint32_t f = lo; f < end; f++) {
+                uint32_t v = b->follower[f];
+                if ((size_t)(v >> 3) < length) bits[v >> 3] |= (uint8_t)(1u << (v & 7));
+            }
         }
         if (b->right[x] < 0) break;
         limit = (uint64_t)(uint32_t)b->rank[x];
         x = b->right[x];
     }
+}
+
+static int index_ready(const BannedIndex *b) {
+    if (b->rank) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "BannedIndex was not initialised");
+    return 0;
+}
+
+/* mask(u) -> bytes: BANNED(u) as a little-endian bitset of size bits (bit v set iff v may not follow u). */
+static PyObject *BannedIndex_mask(BannedIndex *b, PyObject *token) {
+    uint32_t u;
+    if (!index_ready(b) || id_of(token, b->size, &u)) return NULL;
+    size_t length = ((size_t)b->size + 7) / 8;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+    if (!result) return NULL;
+    memset(PyBytes_AS_STRING(result), 0, length);
+    mark_banned(b, u, (uint8_t *)PyBytes_AS_STRING(result), length);
     return result;
+}
+
+/* allowed_union(pairs) -> bytes: the union over (good, banned) in `pairs` of good & ~banned, bitsets as
+ * little-endian bytes (every good of one length; banned of any length, or None for nothing banned): the
+ * tokens a state of the on-demand product allows, one pair per configuration (the tokens its lattice
+ * state reads, the previous token's banned set), straight into the bytes a decoding mask is made of. */
+static PyObject *allowed_union(PyObject *module, PyObject *pairs) {
+    if (!PyList_Check(pairs) || PyList_GET_SIZE(pairs) == 0) {
+        PyErr_SetString(PyExc_TypeError, "allowed_union takes a non-empty list of (good, banned) pairs");
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t length = -1;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(pairs); k++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, k), *banned_object;
+        Py_buffer good = {0}, banned = {0};
+        if (!PyTuple_Check(pair) || !PyArg_ParseTuple(pair, "y*O:allowed_union", &good, &banned_object)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "allowed_union takes (good, banned) pairs");
+            goto fail;
+        }
+        if (banned_object != Py_None && PyObject_GetBuffer(banned_object, &banned, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&good);
+            goto fail;
+        }
+        if (length < 0) {
+            length = good.len;
+            result = PyBytes_FromStringAndSize(NULL, length);
+            if (result) memset(PyBytes_AS_STRING(result), 0, (size_t)length);
+        }
+        if (!result || good.len != length) {
+            if (result) PyErr_SetString(PyExc_ValueError, "allowed_union: every good bitset must have the same length");
+            PyBuffer_Release(&good), PyBuffer_Release(&banned);
+            goto fail;
+        }
+        uint8_t *out = (uint8_t *)PyBytes_AS_STRING(result);
+        const uint8_t *in = good.buf, *ban = banned.buf;
+        Py_ssize_t both = banned.buf && banned.len < length ? banned.len : banned.buf ? length : 0;
+        for (Py_ssize_t i = 0; i < both; i++) out[i] |= in[i] & (uint8_t)~ban[i];
+        for (Py_ssize_t i = both; i < length; i++) out[i] |= in[i];
+        PyBuffer_Release(&good), PyBuffer_Release(&banned);
+    }
+    return result;
+fail:
+    Py_XDECREF(result);
+    return NULL;
 }
 
 static PyMethodDef BannedIndex_methods[] = {

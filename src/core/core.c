@@ -800,6 +800,8 @@ static PyMethodDef module_methods[] = {
     {"has_surrogates", has_surrogates, METH_O, "has_surrogates(text) -> does text hold a surrogate code point?"},
     {"format_ids", format_ids, METH_O, "format_ids(ids) -> the ids as decimal text, one space between."},
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
+    {"allowed_union", allowed_union, METH_O,
+     "allowed_union([(good, banned), ...]) -> the union of good & ~banned over bitset bytes (banned may be None)."},
     {NULL, NULL, 0, NULL},
 };
 
