@@ -228,6 +228,7 @@ class ExplicitCanonical(CanonicalAutomaton):
         super().__init__(forest)
         self.token_class = token_class
         self.class_banned = class_banned
+        self._class_bytes: dict[int, bytes] = {}
 
     @classmethod
     def build(cls, forest: MergeForest) -> "ExplicitCanonical":
@@ -247,6 +248,18 @@ class ExplicitCanonical(CanonicalAutomaton):
             return 0
         group = self.token_class[u]
         return self.class_banned[group] if group >= 0 else (1 << self.forest.size) - 1
+
+    def banned_bytes(self, u: int) -> bytes | None:
+        """``BANNED(u)`` of a reachable token as little-endian bytes (its class's bitset; memoized)."""
+        if u == START or self.token_class[u] < 0:
+            return None
+        group = self.token_class[u]
+        found = self._class_bytes.get(group)
+        if found is None:
+            if len(self._class_bytes) >= _BANNED_MEMO_LIMIT:
+                self._class_bytes.clear()
+            found = self._class_bytes[group] = self.class_banned[group].to_bytes((self.forest.size + 7) // 8, "little")
+        return found
 
     def allowed_next(self, state: int) -> list[int]:
         if state != START and self.token_class[state] < 0:
