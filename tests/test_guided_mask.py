@@ -292,3 +292,25 @@ def guided_language(guided: GuidedAutomaton, depth: int = 6) -> set[tuple[int, .
 
     walk(guided.start, [])
     return found
+
+
+def test_kept_masks_are_bounded_and_made_again():
+    """A guide keeps at most masks_kept states' masks; a mask dropped is made again, the same."""
+    model = random_byte_model(1, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
+    stop = model.max_id + 1
+    guided = bpefst.promote(model, r"(ab|b1)+( a{1,3})?").guide(stop_ids=[stop])
+    small = GuidedAutomaton(guided.automaton, stop_ids=[stop], masks_kept=2)
+    states = [guided.start]
+    for state in states:  # every state, breadth first
+        for token in guided.allowed(state):
+            target = guided.step(state, token)
+            if target not in states:
+                states.append(target)
+    assert len(states) > 4
+    for _ in range(2):
+        for state in states:
+            bitmask = allocate_token_bitmask(1, stop + 1)
+            small.fill_next_token_bitmask(state, bitmask)
+            assert unpacked(bitmask[0]) == expected(guided, state)
+            assert small.next_token_mask(state) == guided.next_token_mask(state)
+            assert len(small._packed) <= 2 and len(small._masks) <= 2 and len(small._next) <= 2

@@ -38,12 +38,27 @@ if TYPE_CHECKING:
     from .on_demand import OnDemandCanonical
 
 
+MASKS_KEPT = 8192  # states whose masks a guide keeps (cl100k: 100 MB of packed rows at most)
+
+
+def _bound(kept: dict, size: int) -> None:
+    """Make room for one more entry: a full cache starts over (cheaper per call than keeping an order)."""
+    if len(kept) >= size:
+        kept.clear()
+
+
 class GuidedAutomaton:
     """A thin, fast view of a token automaton for constrained decoding."""
 
-    def __init__(self, automaton: "DFA | SharedRowDFA | OnDemandCanonical", stop_ids: int | Iterable[int] = ()):
-        """``stop_ids``: the tokens that end generation (EOS), allowed exactly in accepting states."""
+    def __init__(self, automaton: "DFA | SharedRowDFA | OnDemandCanonical", stop_ids: int | Iterable[int] = (),
+                 masks_kept: int = MASKS_KEPT):
+        """``stop_ids``: the tokens that end generation (EOS), allowed exactly in accepting states.
+
+        ``masks_kept``: how many states' masks (as ints and packed rows) are kept for states met again;
+        past it the kept ones are dropped and made again when asked (a mask of cl100k is 12.5 KB).
+        """
         self.automaton = automaton
+        self.masks_kept = masks_kept
         self._shared = not isinstance(automaton, DFA)  # shared rows, or states expanded on demand
         self._masks: dict[int, int] = {}
         self._next: dict[int, int] = {}  # allowed_mask plus the stop ids where accepting
@@ -71,6 +86,7 @@ class GuidedAutomaton:
         """``allowed`` as a bitset over token ids (bit t set iff t may come next); cached."""
         mask = self._masks.get(state)
         if mask is None:
+            _bound(self._masks, self.masks_kept)
             own = getattr(self.automaton, "allowed_mask", None)  # on demand: without building the row
             # else linear in the row, also for 100k-token rows
             mask = self._masks[state] = own(state) if own is not None else token_mask(self._row(state))
@@ -88,6 +104,7 @@ class GuidedAutomaton:
         """The bitset of the tokens a decoder may sample in ``state``: ``allowed_mask``, plus the stop ids when accepting."""
         mask = self._next.get(state)
         if mask is None:
+            _bound(self._next, self.masks_kept)
             mask = self.allowed_mask(state)
             if self.stop_mask and self.is_accepting(state):
                 mask |= self.stop_mask
@@ -112,6 +129,7 @@ class GuidedAutomaton:
         key = (state, shape[-1], type(bitmask))
         packed = self._packed.get(key)
         if packed is None:
+            _bound(self._packed, self.masks_kept)
             packed = self._packed[key] = self._pack(state, bitmask)
         if len(shape) == 2:
             bitmask[index] = packed
@@ -135,6 +153,7 @@ class GuidedAutomaton:
             key = (state, words, kind)
             packed = packed_rows.get(key)
             if packed is None:
+                _bound(packed_rows, self.masks_kept)
                 packed = packed_rows[key] = self._pack(state, bitmask)
             bitmask[index] = packed
 
