@@ -137,3 +137,63 @@ def pair_checker(forest: "MergeForest"):
     pairs[1::2] = array("I", map(itemgetter(1), pair_ranks))
     return core.PairChecker(array("i", forest.rank).tobytes(), array("i", forest.left).tobytes(),
                             array("i", forest.right).tobytes(), pairs.tobytes(), array("I", pair_ranks.values()).tobytes())
+
+
+# ---------------------------------------------------------------- promotion (src/core/promote.h)
+def trie_walker(children: list[dict[int, int]], tokens: list[list[int]], steps: list[dict[int, tuple[int, int]]]):
+    """A ``bpefst._core.TrieWalker`` over a spelling trie (:class:`bpefst.promotion.agnostic.SpellingTrie`'s
+    ``children``, ``tokens`` and ``steps()``), or None where the core cannot take it (no core; a symbol or
+    token outside ``0 .. CORE_MAX_ID``; a token with two spellings; nodes not numbered parent first).
+
+    Packed once per tokenizer: per node its edges in the trie's order as (symbol index, token code of
+    ``steps()``, child or 0), the tokens ending at each node, and ``symbol -> symbol index``.
+    """
+    if core is None:
+        return None
+    symbols = sorted({s for kids in children for s in kids})
+    if symbols and (symbols[0] < 0 or symbols[-1] > CORE_MAX_ID):
+        return None
+    index_of = {s: k for k, s in enumerate(symbols)}
+    symbol_index = array("i", [-1]) * (symbols[-1] + 1 if symbols else 0)
+    for s, k in index_of.items():
+        symbol_index[s] = k
+    node_start, edge_symbol, edge_token, edge_child = array("i", [0]), array("i"), array("i"), array("i")
+    for node, kids in enumerate(children):
+        step = steps[node]
+        for s, child in kids.items():
+            if child <= node:
+                return None
+            edge_symbol.append(index_of[s])
+            edge_token.append(step[s][0])
+            edge_child.append(step[s][1])
+        node_start.append(len(edge_symbol))
+    end_start, end_token = array("i", [0]), array("i")
+    for ends in tokens:
+        end_token.extend(ends)
+        end_start.append(len(end_token))
+    if len(set(end_token)) != len(end_token) or (end_token and (min(end_token) < 0 or max(end_token) > CORE_MAX_ID)):
+        return None
+    return core.TrieWalker(node_start, edge_symbol, edge_token, edge_child, end_start, end_token, symbol_index, len(symbols))
+
+
+def chunker_tables(decoder: list[dict[int, int]] | None, chunks: list[dict[int, int]], atoms: int) -> tuple[bytes, bytes]:
+    """The UTF-8 decoder (``rows[d][byte]``: next state or ``-1 - atom``; None for character-level models)
+    and the chunker's rows (over atoms and, last, the cut) as the packed tables ``chunk_product`` reads."""
+    packed_decoder = array("i")
+    for row in decoder or ():
+        packed_decoder.extend(row.get(b, core.DECODER_NO_ARC) for b in range(256))
+    packed_chunks = array("i")
+    for row in chunks:
+        packed_chunks.extend(row.get(a, -1) for a in range(atoms + 1))
+    return packed_decoder.tobytes(), packed_chunks.tobytes()
+
+
+def symbol_table(values: dict[int, int]) -> array | None:
+    """``symbol -> value`` (a byte or an atom) as an int32 table indexed by symbol, -1 elsewhere; None when a
+    symbol is outside ``0 .. CORE_MAX_ID``."""
+    if values and (min(values) < 0 or max(values) > CORE_MAX_ID):
+        return None
+    table = array("i", [-1]) * (max(values) + 1 if values else 0)
+    for symbol, value in values.items():
+        table[symbol] = value
+    return table

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import repeat
 
+from .. import native
 from ..automata import DFA, minimize, trim
 from ..automata.errors import ArcLimitExceeded
 from ..tokenizer import BPEModel
@@ -33,6 +34,8 @@ class SpellingTrie:
     _chain_lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _subtrees: Subtrees | None = field(default=None, init=False, repr=False, compare=False)
     _walks: int = field(default=0, init=False, repr=False, compare=False)
+    _walker: object = field(default=None, init=False, repr=False, compare=False)
+    _walker_packed: bool = field(default=False, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -48,6 +51,14 @@ class SpellingTrie:
                 for kids in children
             ]
         return self._steps
+
+    def native_walker(self):
+        """The trie packed for the compiled core's walk (:func:`bpefst.native.trie_walker`), or None on the
+        pure path or where the core cannot take this trie; packed once, read-only, shared by every pattern."""
+        if not self._walker_packed:
+            self._walker = native.trie_walker(self.children, self.tokens, self.steps())
+            self._walker_packed = True
+        return self._walker
 
     def chains(self) -> list[dict[int, tuple[tuple[int, ...], int, int, int]]]:
         """The trie with unary chains collapsed: per node, ``first symbol -> (rest, token, end, rest id)``; built once.
@@ -166,6 +177,14 @@ def token_rows(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) ->
     transitions = pattern.transitions
     if len(transitions) <= _TRANSFORM_WALK_STATES:
         return _rows_by_transform(transitions, trie, max_arcs)
+    walker = trie.native_walker()
+    if walker is not None:
+        return _walk_natively(walker, transitions, max_arcs, groups=False)
+    return _rows_by_walks(transitions, trie, max_arcs)
+
+
+def _rows_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_arcs: int | None = None) -> list[dict[int, int]]:
+    """One :func:`_walk` per state, arcs counted as rows are made: the pure twin of ``TrieWalker.walk``."""
     steps = trie.steps()
     rows = []
     arcs = 0
@@ -174,6 +193,17 @@ def token_rows(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) ->
         arcs += len(rows[-1])
         _check_arcs(arcs, max_arcs)
     return rows
+
+
+def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | None, groups: bool) -> list:
+    """``TrieWalker.walk`` (src/core/promote.h): the rows of :func:`_rows_by_walks`, or with ``groups`` the
+    per-state groups of :func:`walk_groups`, equal to the pure ones in value and order."""
+    if max_arcs is not None and max_arcs < 0 and transitions:
+        raise ArcLimitExceeded(LATTICE, max_arcs)  # the pure walk raises after its first row, however short
+    found = walker.walk(transitions, -1 if max_arcs is None else min(max_arcs, 1 << 62), groups)
+    if found is None:
+        raise ArcLimitExceeded(LATTICE, max_arcs)
+    return found
 
 
 LATTICE = "the token lattice (every spelling of every match)"
@@ -413,27 +443,17 @@ def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, in
         # iterate over the smaller side: most trie nodes have few children, some states few arcs
         if len(kids) <= len(row):
             get = row.get
-            for symbol, (token, child) in kids.items():
-                target = get(symbol)
-                if target is not None:
-                    if token >= 0:
-                        arcs[token] = target
-                    elif token < -1:
-                        arcs.update(dict.fromkeys(ends[-2 - token], target))
-                    if child:
-                        push((child, target))
+            found = [(step, target) for symbol, step in kids.items() if (target := get(symbol)) is not None]
         else:
             get = kids.get
-            for symbol, target in row.items():
-                step = get(symbol)
-                if step is not None:
-                    token, child = step
-                    if token >= 0:
-                        arcs[token] = target
-                    elif token < -1:
-                        arcs.update(dict.fromkeys(ends[-2 - token], target))
-                    if child:
-                        push((child, target))
+            found = [(step, target) for symbol, target in row.items() if (step := get(symbol)) is not None]
+        for (token, child), target in found:
+            if token >= 0:
+                arcs[token] = target
+            elif token < -1:
+                arcs.update(dict.fromkeys(ends[-2 - token], target))
+            if child:
+                push((child, target))
     return arcs
 
 
@@ -449,8 +469,16 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) -
         _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
         return [(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
                 for tid, tokens in enumerate(transforms.tokens) if tokens]
+    walker = trie.native_walker()
+    if walker is not None:
+        return _walk_natively(walker, transitions, max_arcs, groups=True)
+    return _groups_of_rows(_rows_by_walks(transitions, trie, max_arcs))
+
+
+def _groups_of_rows(rows: list[dict[int, int]]) -> list[tuple[list[int], dict[int, int]]]:
+    """Each row's tokens grouped by target, targets in order of first appearance (the groups of ``TrieWalker.walk``)."""
     groups = []
-    for q, row in enumerate(token_rows(pattern, trie, max_arcs)):
+    for q, row in enumerate(rows):
         by_target: dict[int, list[int]] = {}
         for t, r in row.items():
             by_target.setdefault(r, []).append(t)

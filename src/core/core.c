@@ -36,6 +36,7 @@
 enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 
 #include "validate.h"
+#include "promote.h"
 
 typedef struct {
     uint32_t *ids;
@@ -799,6 +800,9 @@ static PyMethodDef module_methods[] = {
     {"has_surrogates", has_surrogates, METH_O, "has_surrogates(text) -> does text hold a surrogate code point?"},
     {"format_ids", format_ids, METH_O, "format_ids(ids) -> the ids as decimal text, one space between."},
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
+    {"chunk_product", chunk_product, METH_VARARGS,
+     "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
+     "max_states) -> (rows, start, finals) of the trimmed chunked pattern, or None past max_states (promotion)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -807,13 +811,17 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0) return NULL;
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&TrieWalkerType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&EncoderType);
     Py_INCREF(&PairCheckerType);
+    Py_INCREF(&TrieWalkerType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
+        PyModule_AddObject(m, "TrieWalker", (PyObject *)&TrieWalkerType) < 0 ||
+        PyModule_AddIntConstant(m, "DECODER_NO_ARC", DECODER_NO_ARC) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_GPT2", PATTERN_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_CL100K", PATTERN_CL100K) < 0 ||
@@ -821,6 +829,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "PATTERN_NONE", PATTERN_NONE) < 0) {
         Py_DECREF(&EncoderType);
         Py_DECREF(&PairCheckerType);
+        Py_DECREF(&TrieWalkerType);
         Py_DECREF(m);
         return NULL;
     }
