@@ -33,9 +33,11 @@ from hypothesis import strategies as st
 import bpefst
 from bpefst import native
 from bpefst.automata import DFA, trim
+from bpefst.bpe import MergeForest, build_canonical
 from bpefst.automata.errors import ArcLimitExceeded, StateLimitExceeded
 from bpefst.promotion import agnostic, pretokenized
 from bpefst.promotion.agnostic import SpellingTrie
+from bpefst.promotion.canonical import token_mask
 from bpefst.promotion.chunking import chunker_for
 from bpefst.promotion.pretokenized import BOUNDARY
 from bpefst.regex import alphabet_for, compile_regex
@@ -76,10 +78,10 @@ def pure_rows(transitions, trie, max_arcs=None):
     return agnostic._rows_by_walks(transitions, trie, max_arcs)
 
 
-def native_rows(transitions, trie, max_arcs=None, groups=False):
+def native_rows(transitions, trie, max_arcs=None, groups=False, keep=None):
     walker = trie.native_walker()
     assert walker is not None
-    return agnostic._walk_natively(walker, transitions, max_arcs, groups)
+    return agnostic._walk_natively(walker, transitions, max_arcs, groups, keep)
 
 
 def outcome(function, *args):
@@ -95,7 +97,8 @@ def ordered(rows):
     return [list(row.items()) for row in rows]
 
 
-def assert_same_walk(transitions, trie, max_arcs=None):
+def assert_same_walk(transitions, trie, max_arcs=None, keep=None):
+    """Rows, groups and groups without the tokens ``keep`` leaves out (on_demand's use), as the pure walk makes them."""
     expected = outcome(pure_rows, transitions, trie, max_arcs)
     found = outcome(native_rows, transitions, trie, max_arcs)
     assert found[0] == expected[0]
@@ -104,7 +107,10 @@ def assert_same_walk(transitions, trie, max_arcs=None):
         assert outcome(native_rows, transitions, trie, max_arcs, True) == expected
         return
     assert ordered(found[1]) == ordered(expected[1])
-    assert native_rows(transitions, trie, max_arcs, True) == agnostic._groups_of_rows(expected[1])
+    groups = agnostic._groups_of_rows(expected[1])
+    assert native_rows(transitions, trie, max_arcs, True) == groups
+    if keep is not None:
+        assert native_rows(transitions, trie, max_arcs, True, keep) == agnostic._kept(groups, keep)
 
 
 SYMBOLS = [0, 1, 2, 7, 255, 300]
@@ -124,9 +130,22 @@ def dfas(draw, symbols=SYMBOLS + [9, 1 << 40]):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spellings_strategy, dfas(), st.one_of(st.none(), st.integers(-1, 60)))
-def test_walk_matches_the_pure_walk(spellings, transitions, max_arcs) -> None:
-    assert_same_walk(transitions, trie_of(spellings), max_arcs)
+@given(spellings_strategy, dfas(), st.one_of(st.none(), st.integers(-1, 60)), st.integers(0, 6))
+def test_walk_matches_the_pure_walk(spellings, transitions, max_arcs, dropped) -> None:
+    keep = [(t * 7 + dropped) % 10 >= dropped for t in range(2_001)]  # none, or some of every token's neighbours
+    assert_same_walk(transitions, trie_of(spellings), max_arcs, keep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.integers(0, 70), st.integers(0, 100_000)), max_size=90), max_size=6))
+def test_token_masks_match_token_mask(lists) -> None:
+    assert core.token_masks(lists) == [token_mask(tokens) for tokens in lists]
+
+
+@pytest.mark.parametrize("lists", [None, [(1, 2)], [[1, -2]], [[1 << 30]], [["1"]], [[1.0]], ([1],)])
+def test_token_masks_refuse_what_is_not_tokens(lists) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        core.token_masks(lists)
 
 
 def test_walk_files_tokens_of_equal_spellings_in_order() -> None:
@@ -258,14 +277,15 @@ def real_patterns(model):
 
 def assert_same_promotion_loops(model, patterns) -> None:
     trie = SpellingTrie.from_model(model)
+    reachable = build_canonical(MergeForest.from_model(model)).reachable
     chunker = chunker_for("gpt2")
     for name, pattern in patterns.items():
         pattern = trim(pattern)
         chunked = pure_chunked(pattern, model, chunker)
         assert as_value(native_chunked(pattern, model, chunker)) == as_value(chunked), name
         assert any(BOUNDARY in row for row in chunked.transitions), name  # the matches are cut: the product matters
-        assert_same_walk(chunked.transitions, trie)
-        assert_same_walk(pattern.transitions, trie)
+        assert_same_walk(chunked.transitions, trie, keep=reachable)
+        assert_same_walk(pattern.transitions, trie, keep=reachable)
 
 
 def test_real_patterns_over_a_small_trained_tokenizer(small_tokenizer) -> None:
@@ -356,6 +376,11 @@ def test_a_walk_ignores_keys_no_spelling_reads() -> None:
         core.TrieWalker.__new__(core.TrieWalker).walk([{}], -1, False)
     with pytest.raises(RuntimeError):
         walker.__init__(**GOOD_WALKER)
+    with pytest.raises(ValueError):
+        walker.walk([{1: 0}], -1, True, bytes(7))  # a flag short of the largest token
+    with pytest.raises(TypeError):
+        walker.walk([{1: 0}], -1, True, [1] * 8)
+    assert walker.walk([{1: 0, 2: 0}], -1, True, bytes([0] * 6 + [1, 0])) == [([6], {0: 0})]
 
 
 def chunk_arguments(**change):

@@ -195,12 +195,15 @@ def _rows_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_ar
     return rows
 
 
-def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | None, groups: bool) -> list:
+def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | None, groups: bool, keep=None) -> list:
     """``TrieWalker.walk`` (src/core/promote.h): the rows of :func:`_rows_by_walks`, or with ``groups`` the
-    per-state groups of :func:`walk_groups`, equal to the pure ones in value and order."""
+    per-state groups of :func:`walk_groups` (``keep`` applied as :func:`_kept` does), equal to the pure ones
+    in value and order."""
     if max_arcs is not None and max_arcs < 0 and transitions:
         raise ArcLimitExceeded(LATTICE, max_arcs)  # the pure walk raises after its first row, however short
-    found = walker.walk(transitions, -1 if max_arcs is None else min(max_arcs, 1 << 62), groups)
+    if keep is not None and not isinstance(keep, (bytes, bytearray)):
+        keep = bytes(keep)
+    found = walker.walk(transitions, -1 if max_arcs is None else min(max_arcs, 1 << 62), groups, keep)
     if found is None:
         raise ArcLimitExceeded(LATTICE, max_arcs)
     return found
@@ -457,22 +460,33 @@ def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, in
     return arcs
 
 
-def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) -> list[tuple[list[int], dict[int, int]]]:
+def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
+                keep=None) -> list[tuple[list[int], dict[int, int]]]:
     """The lattice of ``pattern`` as groups ``(tokens, {q: r})``: every token of a group takes every arc ``q -> r``.
 
     For patterns walked by transforms a group is a transform (one pass of the
     trie, no row written); otherwise the tokens of one row with one target.
+    ``keep``: a flag per token (A_BPE's ``reachable``); the tokens without it
+    are left out of their groups and groups left empty are dropped (``max_arcs``
+    counts the arcs before that).
     """
     transitions = pattern.transitions
     if len(transitions) <= _TRANSFORM_WALK_STATES:
         transforms = _walk_transforms(transitions, trie)
         _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
-        return [(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
-                for tid, tokens in enumerate(transforms.tokens) if tokens]
+        return _kept([(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
+                      for tid, tokens in enumerate(transforms.tokens) if tokens], keep)
     walker = trie.native_walker()
     if walker is not None:
-        return _walk_natively(walker, transitions, max_arcs, groups=True)
-    return _groups_of_rows(_rows_by_walks(transitions, trie, max_arcs))
+        return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep)
+    return _kept(_groups_of_rows(_rows_by_walks(transitions, trie, max_arcs)), keep)
+
+
+def _kept(groups: list[tuple[list[int], dict[int, int]]], keep) -> list[tuple[list[int], dict[int, int]]]:
+    """``groups`` without the tokens ``keep`` leaves out, and without the groups left empty."""
+    if keep is None:
+        return groups
+    return [(kept, pairs) for tokens, pairs in groups if (kept := [t for t in tokens if keep[t]])]
 
 
 def _groups_of_rows(rows: list[dict[int, int]]) -> list[tuple[list[int], dict[int, int]]]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from itertools import repeat
 
+from .. import native
 from ..automata import DFA
 from ..automata.numbering import Numbering
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
@@ -66,12 +67,10 @@ class OnDemandCanonical:
                  max_states: int | None = None, max_lattice_arcs: int | None = None):
         self.automaton = automaton
         self.max_states = max_states
-        reachable = automaton.reachable
         self.finals_q = chunked.finals
         self.cut = [row.get(boundary) for row in chunked.transitions]
-        groups = walk_groups(chunked, trie, max_lattice_arcs)
         # tokens A_BPE never produces are no arcs at all
-        groups = [([t for t in tokens if reachable[t]], pairs) for tokens, pairs in groups]
+        groups = walk_groups(chunked, trie, max_lattice_arcs, keep=automaton.reachable)
         self.groups = [(tokens, pairs) for tokens, pairs in groups if tokens and pairs]
         liveness = _Liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
         self.good = liveness.solve()
@@ -228,7 +227,7 @@ class _Liveness:
     def __init__(self, groups, n_states: int, finals, cut, automaton: CanonicalAutomaton):
         self.groups, self.finals, self.cut, self.automaton = groups, finals, cut, automaton
         self.n = n_states
-        self.masks = [token_mask(tokens) for tokens, _ in groups]
+        self.masks = _token_masks([tokens for tokens, _ in groups])
         self.preds: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]  # r -> [(group, q)]
         for g, (_, pairs) in enumerate(groups):
             for q, r in pairs.items():
@@ -337,6 +336,13 @@ class _Liveness:
         if good.bit_count() <= len(found[1]):
             return False
         return any(compatible_before(forest, t, v) for v in set_bits(good))
+
+
+def _token_masks(token_lists: list[list[int]]) -> list[int]:
+    """:func:`.canonical.token_mask` of each list, on the compiled core where it runs."""
+    if native.core is not None:
+        return native.core.token_masks(token_lists)
+    return [token_mask(tokens) for tokens in token_lists]
 
 
 def _some_bits(mask: int, count: int) -> list[int]:

@@ -800,6 +800,7 @@ static PyMethodDef module_methods[] = {
     {"has_surrogates", has_surrogates, METH_O, "has_surrogates(text) -> does text hold a surrogate code point?"},
     {"format_ids", format_ids, METH_O, "format_ids(ids) -> the ids as decimal text, one space between."},
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
+    {"token_masks", token_masks, METH_O, "token_masks(lists) -> the bitset (an int) of each list of tokens (promotion)."},
     {"chunk_product", chunk_product, METH_VARARGS,
      "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
      "max_states) -> (rows, start, finals) of the trimmed chunked pattern, or None past max_states (promotion)."},

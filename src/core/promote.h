@@ -459,11 +459,12 @@ static PyObject *walker_token(TrieWalker *w, int32_t token) {
 /* One state's arcs (found[from:to] as pairs) as a dict, or appended to `groups` as (tokens, {q: target}) per
  * target in order of first appearance (walk_groups).  `group_of` is -1 everywhere on entry and on exit. */
 static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObject *q_object, PyObject **target_object,
-                       PyObject *out, int groups, int32_t *group_of, Ints *scratch) {
+                       PyObject *out, int groups, const uint8_t *keep, int32_t *group_of, Ints *scratch) {
     if (!groups) {
         PyObject *row = PyDict_New();
         if (!row) return -1;
         for (size_t k = 0; k < count; k++) {
+            if (keep && !keep[pairs[2 * k]]) continue;
             PyObject *token = walker_token(w, pairs[2 * k]);
             if (!token || PyDict_SetItem(row, token, target_object[pairs[2 * k + 1]])) {
                 Py_DECREF(row);
@@ -474,7 +475,8 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
         Py_DECREF(row);
         return failed;
     }
-    /* scratch: per group, its target then its size */
+    /* scratch: per group, its target then its size.  Groups are ordered by the first token of each target,
+     * kept or not (walk_groups groups first and leaves out tokens after), and only non-empty ones are made. */
     scratch->length = 0;
     int status = 0;
     for (size_t k = 0; k < count; k++) {
@@ -487,7 +489,7 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
                 break;
             }
         }
-        scratch->data[2 * group_of[target] + 1]++;
+        if (!keep || keep[pairs[2 * k]]) scratch->data[2 * group_of[target] + 1]++;
     }
     size_t group_count = scratch->length / 2;
     PyObject **lists = status ? NULL : calloc(group_count + 1, sizeof(PyObject *));
@@ -497,8 +499,9 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
         status = -1;
     }
     for (size_t g = 0; !status && g < group_count; g++)
-        if (!(lists[g] = PyList_New(scratch->data[2 * g + 1]))) status = -1;
+        if (scratch->data[2 * g + 1] && !(lists[g] = PyList_New(scratch->data[2 * g + 1]))) status = -1;
     for (size_t k = 0; !status && k < count; k++) {
+        if (keep && !keep[pairs[2 * k]]) continue;
         int32_t g = group_of[pairs[2 * k + 1]];
         PyObject *token = walker_token(w, pairs[2 * k]);
         if (!token) {
@@ -509,6 +512,7 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
         PyList_SET_ITEM(lists[g], (Py_ssize_t)filled[g]++, token);
     }
     for (size_t g = 0; !status && g < group_count; g++) {
+        if (!lists[g]) continue;
         PyObject *pair = PyDict_New(), *group = NULL;
         if (pair && PyDict_SetItem(pair, q_object, target_object[scratch->data[2 * g]]) == 0)
             group = PyTuple_Pack(2, lists[g], pair);
@@ -524,19 +528,34 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
     return status;
 }
 
-/* walk(transitions, max_arcs, groups) -> the rows (a list of dicts, one per state) or the groups, or None
- * once more than max_arcs (>= 0) arcs are found. */
+/* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
+ * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
+ * out the tokens whose byte is 0). */
 static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
-    PyObject *transitions;
+    PyObject *transitions, *keep_object = Py_None;
     long long max_arcs;
     int groups;
-    if (!PyArg_ParseTuple(args, "OLp:walk", &transitions, &max_arcs, &groups)) return NULL;
+    if (!PyArg_ParseTuple(args, "OLp|O:walk", &transitions, &max_arcs, &groups, &keep_object)) return NULL;
     if (!w->node_start) {
         PyErr_SetString(PyExc_RuntimeError, "TrieWalker is not initialised");
         return NULL;
     }
+    Py_buffer keep_view = {0};
+    const uint8_t *keep = NULL;
+    if (keep_object != Py_None) {
+        if (PyObject_GetBuffer(keep_object, &keep_view, PyBUF_SIMPLE)) return NULL;
+        if (keep_view.len <= w->max_token) {
+            PyBuffer_Release(&keep_view);
+            PyErr_SetString(PyExc_ValueError, "keep must hold one byte per token of the trie");
+            return NULL;
+        }
+        keep = keep_view.buf;
+    }
     Rows rows;
-    if (rows_pack(transitions, w->symbol_index, w->symbol_range, &rows)) return NULL;
+    if (rows_pack(transitions, w->symbol_index, w->symbol_range, &rows)) {
+        PyBuffer_Release(&keep_view);
+        return NULL;
+    }
     Py_ssize_t n = rows.states;
     if (n > INT32_MAX / 2) {
         rows_free(&rows);
@@ -585,9 +604,13 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
                 Py_INCREF(result);
                 goto done;
             }
-            if (walker_emit(w, found.data + 2 * from, to - from, target_object[first + k], target_object, out, groups,
-                            group_of, &scratch))
-                goto done;
+            /* the objects made here hold only ints: no collection is needed while they are made (the GIL is
+             * held and no Python code runs, so no other thread sees the collector off) */
+            int collecting = PyGC_Disable();
+            int failed_emit = walker_emit(w, found.data + 2 * from, to - from, target_object[first + k], target_object,
+                                          out, groups, keep, group_of, &scratch);
+            if (collecting) PyGC_Enable();
+            if (failed_emit) goto done;
             from = to;
         }
     }
@@ -606,13 +629,14 @@ done:
     free(scratch.data);
     free(ends.data);
     rows_free(&rows);
+    PyBuffer_Release(&keep_view);
     return result;
 }
 
 static PyMethodDef TrieWalker_methods[] = {
     {"walk", (PyCFunction)TrieWalker_walk, METH_VARARGS,
-     "walk(transitions, max_arcs, groups) -> per state token -> target (dicts), or walk_groups' groups; None past "
-     "max_arcs (< 0: no limit)."},
+     "walk(transitions, max_arcs, groups, keep=None) -> per state token -> target (dicts), or walk_groups' groups; "
+     "None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -626,6 +650,62 @@ static PyTypeObject TrieWalkerType = {
     .tp_dealloc = (destructor)TrieWalker_dealloc,
     .tp_methods = TrieWalker_methods,
 };
+
+/* ---------------------------------------------------------------- token_masks */
+
+/* token_masks(lists) -> [the bitset of each list's tokens] (canonical.token_mask of each). */
+static PyObject *token_masks(PyObject *module, PyObject *lists) {
+    if (!PyList_Check(lists)) {
+        PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of lists of tokens");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(lists);
+    PyObject *out = PyList_New(count);
+    if (!out) return NULL;
+    uint8_t *buffer = NULL;
+    size_t capacity = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *tokens = PyList_GET_ITEM(lists, k);
+        if (!PyList_Check(tokens)) {
+            PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of lists of tokens");
+            goto fail;
+        }
+        Py_ssize_t size = PyList_GET_SIZE(tokens);
+        long long top = -1;
+        for (Py_ssize_t j = 0; j < size; j++) {
+            long long t;
+            if (!as_small_int(PyList_GET_ITEM(tokens, j), &t) || t < 0 || t >= (long long)MAX_ID) {
+                PyErr_SetString(PyExc_ValueError, "token_masks() takes tokens in 0 .. 2**26 - 1");
+                goto fail;
+            }
+            if (t > top) top = t;
+        }
+        size_t bytes = (size_t)((top >> 3) + 1);
+        if (bytes > capacity) {
+            uint8_t *grown = realloc(buffer, bytes);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            buffer = grown;
+            capacity = bytes;
+        }
+        memset(buffer, 0, bytes);
+        for (Py_ssize_t j = 0; j < size; j++) {
+            long long t = PyLong_AsLongLong(PyList_GET_ITEM(tokens, j)); /* checked above; the list is unchanged */
+            buffer[t >> 3] |= (uint8_t)(1u << (t & 7));
+        }
+        PyObject *mask = top < 0 ? PyLong_FromLong(0) : _PyLong_FromByteArray(buffer, bytes, 1, 0);
+        if (!mask) goto fail;
+        PyList_SET_ITEM(out, k, mask);
+    }
+    free(buffer);
+    return out;
+fail:
+    free(buffer);
+    Py_DECREF(out);
+    return NULL;
+}
 
 /* ---------------------------------------------------------------- chunk_product */
 
