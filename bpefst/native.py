@@ -2,13 +2,16 @@
 
 bpefst's hot loops (pre-tokenizing the preset patterns, the chunk cache, BPE
 of a chunk on a miss, the validator's token walk and pair test, merge recovery
-from rank files) run in one compiled extension, ``bpefst._core`` (C,
-``src/core``), built by the package's own build.  It holds loops, not
+from rank files, and promotion's walk of the spelling trie against a pattern
+and product of a pattern with the pre-tokenizer's chunker) run in one
+compiled extension, ``bpefst._core`` (C, ``src/core``), built by the
+package's own build.  It holds loops, not
 concepts: this module packs the tables it walks from a :class:`BPEModel`
 (merges as ``(left, right, result)`` triples in rank order, the id of each
 byte, the preset's number), and the pure-Python code it replaces stays as the
 reference and the fallback (``bpefst/pipeline/encoder.py`` with
-``tokenizer/splitter.py`` and ``tokenizer/packed_bpe.py``).
+``tokenizer/splitter.py`` and ``tokenizer/packed_bpe.py``; for promotion
+``promotion/agnostic.py`` and ``promotion/pretokenized.py``).
 
 The pure path runs where the extension was not built (no compiler at install
 time), or when ``BPEFST_PURE_PYTHON=1`` is set before bpefst is imported.

@@ -8,6 +8,12 @@ result is deterministic too.  Rather than composing with the character-to-subwor
 transducer, walk a trie of all token spellings against ``P`` from every state:
 the trie prunes a whole family of tokens as soon as their common prefix leaves
 ``P``'s language.
+
+The walk from every state (patterns of more than ``_TRANSFORM_WALK_STATES``
+states) runs on the compiled core where it is present
+(``bpefst._core.TrieWalker``, the trie packed once per tokenizer by
+:meth:`SpellingTrie.native_walker`); :func:`_walk` and :func:`_rows_by_walks`
+are its pure twin and the fallback, and give the same rows in the same order.
 """
 
 from __future__ import annotations

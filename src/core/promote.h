@@ -517,6 +517,13 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
         if (pair && PyDict_SetItem(pair, q_object, target_object[scratch->data[2 * g]]) == 0)
             group = PyTuple_Pack(2, lists[g], pair);
         Py_XDECREF(pair);
+        if (group) {
+            /* A list of ints and a tuple of it and an int dict can be in no cycle: untracked, the collector
+             * never walks them (as CPython untracks such tuples and dicts itself).  Only a caller that put
+             * a container into the token list could make a cycle the collector would then miss. */
+            PyObject_GC_UnTrack(lists[g]);
+            PyObject_GC_UnTrack(group);
+        }
         if (!group || PyList_Append(out, group)) status = -1;
         Py_XDECREF(group);
     }
@@ -800,12 +807,27 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     uint8_t *acc = NULL, *coacc = NULL;
     int32_t *new_id = NULL;
     PyObject **target_object = NULL;
+    int32_t *own_decoder = NULL, *own_chunks = NULL;
+    uint8_t *own_finals = NULL, *own_chunk_finals = NULL;
     int32_t kept = 0;
     Py_ssize_t map_length, decoder_length, chunk_length;
     const int32_t *map = int32_table(&v_map, -1, "symbol_map", &map_length);
     const int32_t *decoder = map ? int32_table(&v_decoder, -1, "decoder", &decoder_length) : NULL;
     const int32_t *chunks = decoder ? int32_table(&v_chunks, -1, "chunks", &chunk_length) : NULL;
     if (!chunks) goto done;
+    /* the tables read without the GIL are copies: another thread cannot change them under the loop */
+    own_decoder = copy_ints(decoder, (size_t)decoder_length);
+    own_chunks = copy_ints(chunks, (size_t)chunk_length);
+    own_finals = malloc((size_t)v_finals.len + 1);
+    own_chunk_finals = malloc((size_t)v_chunk_finals.len + 1);
+    if (!own_decoder || !own_chunks || !own_finals || !own_chunk_finals) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(own_finals, v_finals.buf, (size_t)v_finals.len);
+    memcpy(own_chunk_finals, v_chunk_finals.buf, (size_t)v_chunk_finals.len);
+    decoder = own_decoder;
+    chunks = own_chunks;
     int byte_level = decoder_length > 0;
     if (atoms < 1 || atoms > 1 << 20 || decoder_length % 256 || chunk_length % (atoms + 1) ||
         chunk_length / (atoms + 1) < 1 || chunk_length / (atoms + 1) > INT32_MAX / 4) {
@@ -841,7 +863,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "chunk_product: the start or finals do not fit the transitions");
         goto done;
     }
-    const uint8_t *pattern_final = v_finals.buf, *chunk_final = v_chunk_finals.buf;
+    const uint8_t *pattern_final = own_finals, *chunk_final = own_chunk_finals;
     x.limit = max_states;
     x.chunk_states = chunk_states;
     x.decoder_states = decoder_states;
@@ -1009,6 +1031,10 @@ done:
         for (int32_t k = 0; k < kept; k++) Py_XDECREF(target_object[k]);
         free(target_object);
     }
+    free(own_decoder);
+    free(own_chunks);
+    free(own_finals);
+    free(own_chunk_finals);
     free(acc);
     free(coacc);
     free(new_id);
