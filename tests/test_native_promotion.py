@@ -164,6 +164,17 @@ def test_walk_takes_the_smaller_side_as_the_pure_walk_does() -> None:
     assert_same_walk(rows, trie)
 
 
+def test_states_with_equal_rows_walk_alike_and_only_equal_rows_do() -> None:
+    """The core walks a row once per batch; a row equal but for a key no spelling reads, or for the order of
+    its keys, is walked again (it may take the other side, or file its tokens in another order)."""
+    trie = trie_of({0: (1,), 1: (2,), 2: (1, 2), 3: (2, 1), 4: (3,)})
+    rows = [{1: 1, 2: 0}, {1: 1, 2: 0}, {2: 0, 1: 1}, {1: 1, 2: 0, BOUNDARY: 2}, {1: 1, 2: 0}, {1: 0, 2: 1}]
+    found = native_rows(rows, trie)
+    assert ordered(found) == ordered(pure_rows(rows, trie))
+    assert ordered(found)[0] == ordered(found)[1] == ordered(found)[4] != ordered(found)[2]
+    assert_same_walk(rows, trie)
+
+
 def test_walk_raises_the_pure_walks_arc_limit() -> None:
     trie = trie_of({0: (1,), 1: (1, 1), 2: (1, 1, 1)})
     rows = [{1: 1}, {1: 2}, {1: 0}]

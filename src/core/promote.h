@@ -412,6 +412,56 @@ static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     return -1;
 }
 
+/* States of one batch by their rows: (batch, state, index in the batch) per slot, open addressing by row hash. */
+typedef struct {
+    struct { int32_t batch, state, index; uint32_t hash; } *slots;
+    size_t mask;
+} RowMemo;
+
+static int row_memo_init(RowMemo *m, Py_ssize_t states) {
+    size_t capacity = 16;
+    while (capacity < 2 * (size_t)states + 2) capacity *= 2;
+    m->slots = calloc(capacity, sizeof *m->slots);
+    m->mask = capacity - 1;
+    return m->slots ? 0 : -1;
+}
+
+static uint32_t row_hash(const Rows *rows, int32_t q) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)rows->size[q];
+    for (size_t e = rows->start[q]; e < rows->start[q + 1]; e++) {
+        h = (h ^ (uint32_t)rows->symbol[e]) * 0x100000001B3ull;
+        h = (h ^ (uint32_t)rows->target[e]) * 0x100000001B3ull;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static int rows_equal(const Rows *rows, int32_t a, int32_t b) {
+    size_t from_a = rows->start[a], from_b = rows->start[b], count = rows->start[a + 1] - from_a;
+    if (rows->size[a] != rows->size[b] || rows->start[b + 1] - from_b != count) return 0;
+    return memcmp(rows->symbol + from_a, rows->symbol + from_b, count * sizeof(int32_t)) == 0 &&
+           memcmp(rows->target + from_a, rows->target + from_b, count * sizeof(int32_t)) == 0;
+}
+
+/* The index in this batch of an earlier state with q's row, or -1. */
+static int32_t row_memo_find(const RowMemo *m, const Rows *rows, int32_t q, int32_t batch) {
+    uint32_t hash = row_hash(rows, q);
+    for (size_t slot = hash & m->mask; m->slots[slot].batch; slot = (slot + 1) & m->mask)
+        if (m->slots[slot].batch == batch && m->slots[slot].hash == hash && rows_equal(rows, m->slots[slot].state, q))
+            return m->slots[slot].index;
+    return -1;
+}
+
+/* Remember q (not yet remembered) as index `index` of this batch; slots of earlier batches are taken over. */
+static void row_memo_add(RowMemo *m, const Rows *rows, int32_t q, int32_t index, int32_t batch) {
+    uint32_t hash = row_hash(rows, q);
+    size_t slot = hash & m->mask;
+    while (m->slots[slot].batch == batch) slot = (slot + 1) & m->mask;
+    m->slots[slot].batch = batch;
+    m->slots[slot].state = q;
+    m->slots[slot].index = index;
+    m->slots[slot].hash = hash;
+}
+
 /* One edge read from a state: file what ends there and go on below it. */
 static int walker_take(const TrieWalker *w, int32_t e, int32_t target, Ints *found, Ints *stack) {
     int32_t token = w->edge_token[e], child = w->edge_child[e];
@@ -570,6 +620,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         return NULL;
     }
     Lookup lookup = {0};
+    RowMemo memo = {0};
     Ints found = {0}, stack = {0}, scratch = {0}, ends = {0};
     PyObject **target_object = calloc((size_t)n + 1, sizeof(PyObject *));
     int32_t *group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
@@ -583,28 +634,47 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         group_of[q] = -1;
         if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
     }
+    if (row_memo_init(&memo, n)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t batch = 0;
     long long arcs = 0;
     for (Py_ssize_t q = 0; q < n;) {
-        /* walk a batch of states without the GIL, then make their objects */
+        /* walk a batch of states without the GIL, then make their objects; a state whose row equals that
+         * of an earlier state of the batch has the same walk (rows are read in order, sizes included) */
         Py_ssize_t first = q;
         int failed = 0;
         found.length = ends.length = 0;
+        batch++;
         Py_BEGIN_ALLOW_THREADS
         for (; q < n && found.length < 2 * WALK_BATCH; q++) {
-            if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack) || ints_push(&ends, (int32_t)0)) {
+            int32_t same = row_memo_find(&memo, &rows, (int32_t)q, batch);
+            int32_t from, to;
+            if (same >= 0) {
+                from = ends.data[2 * same];
+                to = ends.data[2 * same + 1];
+            } else {
+                from = (int32_t)(found.length / 2); /* fits: a batch stays far below 2**31 pairs */
+                if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack)) {
+                    failed = 1;
+                    break;
+                }
+                to = (int32_t)(found.length / 2);
+                row_memo_add(&memo, &rows, (int32_t)q, (int32_t)(q - first), batch);
+            }
+            if (ints_push(&ends, from) || ints_push(&ends, to)) {
                 failed = 1;
                 break;
             }
-            ends.data[ends.length - 1] = (int32_t)(found.length / 2); /* fits: a batch stays far below 2**31 pairs */
         }
         Py_END_ALLOW_THREADS
         if (failed || found.length / 2 > INT32_MAX) {
             PyErr_NoMemory();
             goto done;
         }
-        size_t from = 0;
-        for (Py_ssize_t k = 0; k < (Py_ssize_t)ends.length; k++) {
-            size_t to = (size_t)ends.data[k];
+        for (Py_ssize_t k = 0; 2 * k < (Py_ssize_t)ends.length; k++) {
+            size_t from = (size_t)ends.data[2 * k], to = (size_t)ends.data[2 * k + 1];
             arcs += (long long)(to - from);
             if (max_arcs >= 0 && arcs > max_arcs) {
                 result = Py_None;
@@ -618,7 +688,6 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
                                           out, groups, keep, group_of, &scratch);
             if (collecting) PyGC_Enable();
             if (failed_emit) goto done;
-            from = to;
         }
     }
     result = out;
@@ -631,6 +700,7 @@ done:
     free(group_of);
     free(lookup.dense);
     free(lookup.sorted);
+    free(memo.slots);
     free(found.data);
     free(stack.data);
     free(scratch.data);
