@@ -2,13 +2,16 @@
 
 bpefst's hot loops (pre-tokenizing the preset patterns, the chunk cache, BPE
 of a chunk on a miss, the validator's token walk and pair test, merge recovery
-from rank files) run in one compiled extension, ``bpefst._core`` (C,
-``src/core``), built by the package's own build.  It holds loops, not
+from rank files, and promotion's walk of the spelling trie against a pattern
+and product of a pattern with the pre-tokenizer's chunker) run in one
+compiled extension, ``bpefst._core`` (C, ``src/core``), built by the
+package's own build.  It holds loops, not
 concepts: this module packs the tables it walks from a :class:`BPEModel`
 (merges as ``(left, right, result)`` triples in rank order, the id of each
 byte, the preset's number), and the pure-Python code it replaces stays as the
 reference and the fallback (``bpefst/pipeline/encoder.py`` with
-``tokenizer/splitter.py`` and ``tokenizer/packed_bpe.py``).
+``tokenizer/splitter.py`` and ``tokenizer/packed_bpe.py``; for promotion
+``promotion/agnostic.py`` and ``promotion/pretokenized.py``).
 
 The pure path runs where the extension was not built (no compiler at install
 time), or when ``BPEFST_PURE_PYTHON=1`` is set before bpefst is imported.
@@ -149,3 +152,63 @@ def pair_checker(forest: "MergeForest"):
     :func:`bpefst.bpe.compatibility.compatible_before` (its pure twin) with a bounded set of
     pairs already known canonical, for the validator."""
     return core.PairChecker(*_forest_tables(forest))
+
+
+# ---------------------------------------------------------------- promotion (src/core/promote.h)
+def trie_walker(children: list[dict[int, int]], tokens: list[list[int]], steps: list[dict[int, tuple[int, int]]]):
+    """A ``bpefst._core.TrieWalker`` over a spelling trie (:class:`bpefst.promotion.agnostic.SpellingTrie`'s
+    ``children``, ``tokens`` and ``steps()``), or None where the core cannot take it (no core; a symbol or
+    token outside ``0 .. CORE_MAX_ID``; a token with two spellings; nodes not numbered parent first).
+
+    Packed once per tokenizer: per node its edges in the trie's order as (symbol index, token code of
+    ``steps()``, child or 0), the tokens ending at each node, and ``symbol -> symbol index``.
+    """
+    if core is None:
+        return None
+    symbols = sorted({s for kids in children for s in kids})
+    if symbols and (symbols[0] < 0 or symbols[-1] > CORE_MAX_ID):
+        return None
+    index_of = {s: k for k, s in enumerate(symbols)}
+    symbol_index = array("i", [-1]) * (symbols[-1] + 1 if symbols else 0)
+    for s, k in index_of.items():
+        symbol_index[s] = k
+    node_start, edge_symbol, edge_token, edge_child = array("i", [0]), array("i"), array("i"), array("i")
+    for node, kids in enumerate(children):
+        step = steps[node]
+        for s, child in kids.items():
+            if child <= node:
+                return None
+            edge_symbol.append(index_of[s])
+            edge_token.append(step[s][0])
+            edge_child.append(step[s][1])
+        node_start.append(len(edge_symbol))
+    end_start, end_token = array("i", [0]), array("i")
+    for ends in tokens:
+        end_token.extend(ends)
+        end_start.append(len(end_token))
+    if len(set(end_token)) != len(end_token) or (end_token and (min(end_token) < 0 or max(end_token) > CORE_MAX_ID)):
+        return None
+    return core.TrieWalker(node_start, edge_symbol, edge_token, edge_child, end_start, end_token, symbol_index, len(symbols))
+
+
+def chunker_tables(decoder: list[dict[int, int]] | None, chunks: list[dict[int, int]], atoms: int) -> tuple[bytes, bytes]:
+    """The UTF-8 decoder (``rows[d][byte]``: next state or ``-1 - atom``; None for character-level models)
+    and the chunker's rows (over atoms and, last, the cut) as the packed tables ``chunk_product`` reads."""
+    packed_decoder = array("i")
+    for row in decoder or ():
+        packed_decoder.extend(row.get(b, core.DECODER_NO_ARC) for b in range(256))
+    packed_chunks = array("i")
+    for row in chunks:
+        packed_chunks.extend(row.get(a, -1) for a in range(atoms + 1))
+    return packed_decoder.tobytes(), packed_chunks.tobytes()
+
+
+def symbol_table(values: dict[int, int]) -> array | None:
+    """``symbol -> value`` (a byte or an atom) as an int32 table indexed by symbol, -1 elsewhere; None when a
+    symbol is outside ``0 .. CORE_MAX_ID``."""
+    if values and (min(values) < 0 or max(values) > CORE_MAX_ID):
+        return None
+    table = array("i", [-1]) * (max(values) + 1 if values else 0)
+    for symbol, value in values.items():
+        table[symbol] = value
+    return table

@@ -8,6 +8,12 @@ result is deterministic too.  Rather than composing with the character-to-subwor
 transducer, walk a trie of all token spellings against ``P`` from every state:
 the trie prunes a whole family of tokens as soon as their common prefix leaves
 ``P``'s language.
+
+The walk from every state (patterns of more than ``_TRANSFORM_WALK_STATES``
+states) runs on the compiled core where it is present
+(``bpefst._core.TrieWalker``, the trie packed once per tokenizer by
+:meth:`SpellingTrie.native_walker`); :func:`_walk` and :func:`_rows_by_walks`
+are its pure twin and the fallback, and give the same rows in the same order.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import repeat
 
+from .. import native
 from ..automata import DFA, minimize, trim
 from ..automata.errors import ArcLimitExceeded
 from ..tokenizer import BPEModel
@@ -33,6 +40,8 @@ class SpellingTrie:
     _chain_lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _subtrees: Subtrees | None = field(default=None, init=False, repr=False, compare=False)
     _walks: int = field(default=0, init=False, repr=False, compare=False)
+    _walker: object = field(default=None, init=False, repr=False, compare=False)
+    _walker_packed: bool = field(default=False, init=False, repr=False, compare=False)
 
     def steps(self) -> list[dict[int, tuple[int, int]]]:
         """Per node, ``symbol -> (token ending at the child or -1, child or 0 when it is a leaf)``; built once.
@@ -48,6 +57,14 @@ class SpellingTrie:
                 for kids in children
             ]
         return self._steps
+
+    def native_walker(self):
+        """The trie packed for the compiled core's walk (:func:`bpefst.native.trie_walker`), or None on the
+        pure path or where the core cannot take this trie; packed once, read-only, shared by every pattern."""
+        if not self._walker_packed:
+            self._walker = native.trie_walker(self.children, self.tokens, self.steps())
+            self._walker_packed = True
+        return self._walker
 
     def chains(self) -> list[dict[int, tuple[tuple[int, ...], int, int, int]]]:
         """The trie with unary chains collapsed: per node, ``first symbol -> (rest, token, end, rest id)``; built once.
@@ -166,6 +183,14 @@ def token_rows(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) ->
     transitions = pattern.transitions
     if len(transitions) <= _TRANSFORM_WALK_STATES:
         return _rows_by_transform(transitions, trie, max_arcs)
+    walker = trie.native_walker()
+    if walker is not None:
+        return _walk_natively(walker, transitions, max_arcs, groups=False)
+    return _rows_by_walks(transitions, trie, max_arcs)
+
+
+def _rows_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_arcs: int | None = None) -> list[dict[int, int]]:
+    """One :func:`_walk` per state, arcs counted as rows are made: the pure twin of ``TrieWalker.walk``."""
     steps = trie.steps()
     rows = []
     arcs = 0
@@ -174,6 +199,20 @@ def token_rows(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) ->
         arcs += len(rows[-1])
         _check_arcs(arcs, max_arcs)
     return rows
+
+
+def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | None, groups: bool, keep=None) -> list:
+    """``TrieWalker.walk`` (src/core/promote.h): the rows of :func:`_rows_by_walks`, or with ``groups`` the
+    per-state groups of :func:`walk_groups` (``keep`` applied as :func:`_kept` does), equal to the pure ones
+    in value and order."""
+    if max_arcs is not None and max_arcs < 0 and transitions:
+        raise ArcLimitExceeded(LATTICE, max_arcs)  # the pure walk raises after its first row, however short
+    if keep is not None and not isinstance(keep, (bytes, bytearray)):
+        keep = bytes(keep)
+    found = walker.walk(transitions, -1 if max_arcs is None else min(max_arcs, 1 << 62), groups, keep)
+    if found is None:
+        raise ArcLimitExceeded(LATTICE, max_arcs)
+    return found
 
 
 LATTICE = "the token lattice (every spelling of every match)"
@@ -413,44 +452,53 @@ def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, in
         # iterate over the smaller side: most trie nodes have few children, some states few arcs
         if len(kids) <= len(row):
             get = row.get
-            for symbol, (token, child) in kids.items():
-                target = get(symbol)
-                if target is not None:
-                    if token >= 0:
-                        arcs[token] = target
-                    elif token < -1:
-                        arcs.update(dict.fromkeys(ends[-2 - token], target))
-                    if child:
-                        push((child, target))
+            found = [(step, target) for symbol, step in kids.items() if (target := get(symbol)) is not None]
         else:
             get = kids.get
-            for symbol, target in row.items():
-                step = get(symbol)
-                if step is not None:
-                    token, child = step
-                    if token >= 0:
-                        arcs[token] = target
-                    elif token < -1:
-                        arcs.update(dict.fromkeys(ends[-2 - token], target))
-                    if child:
-                        push((child, target))
+            found = [(step, target) for symbol, target in row.items() if (step := get(symbol)) is not None]
+        for (token, child), target in found:
+            if token >= 0:
+                arcs[token] = target
+            elif token < -1:
+                arcs.update(dict.fromkeys(ends[-2 - token], target))
+            if child:
+                push((child, target))
     return arcs
 
 
-def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None) -> list[tuple[list[int], dict[int, int]]]:
+def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
+                keep=None) -> list[tuple[list[int], dict[int, int]]]:
     """The lattice of ``pattern`` as groups ``(tokens, {q: r})``: every token of a group takes every arc ``q -> r``.
 
     For patterns walked by transforms a group is a transform (one pass of the
     trie, no row written); otherwise the tokens of one row with one target.
+    ``keep``: a flag per token (A_BPE's ``reachable``); the tokens without it
+    are left out of their groups and groups left empty are dropped (``max_arcs``
+    counts the arcs before that).
     """
     transitions = pattern.transitions
     if len(transitions) <= _TRANSFORM_WALK_STATES:
         transforms = _walk_transforms(transitions, trie)
         _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
-        return [(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
-                for tid, tokens in enumerate(transforms.tokens) if tokens]
+        return _kept([(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
+                      for tid, tokens in enumerate(transforms.tokens) if tokens], keep)
+    walker = trie.native_walker()
+    if walker is not None:
+        return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep)
+    return _kept(_groups_of_rows(_rows_by_walks(transitions, trie, max_arcs)), keep)
+
+
+def _kept(groups: list[tuple[list[int], dict[int, int]]], keep) -> list[tuple[list[int], dict[int, int]]]:
+    """``groups`` without the tokens ``keep`` leaves out, and without the groups left empty."""
+    if keep is None:
+        return groups
+    return [(kept, pairs) for tokens, pairs in groups if (kept := [t for t in tokens if keep[t]])]
+
+
+def _groups_of_rows(rows: list[dict[int, int]]) -> list[tuple[list[int], dict[int, int]]]:
+    """Each row's tokens grouped by target, targets in order of first appearance (the groups of ``TrieWalker.walk``)."""
     groups = []
-    for q, row in enumerate(token_rows(pattern, trie, max_arcs)):
+    for q, row in enumerate(rows):
         by_target: dict[int, list[int]] = {}
         for t, r in row.items():
             by_target.setdefault(r, []).append(t)

@@ -67,13 +67,13 @@ class OnDemandCanonical:
                  max_states: int | None = None, max_lattice_arcs: int | None = None):
         self.automaton = automaton
         self.max_states = max_states
-        reachable = automaton.reachable
         self.finals_q = chunked.finals
         self.cut = [row.get(boundary) for row in chunked.transitions]
-        groups = walk_groups(chunked, trie, max_lattice_arcs)
         # tokens A_BPE never produces are no arcs at all
-        groups = [([t for t in tokens if reachable[t]], pairs) for tokens, pairs in groups]
-        self.groups = [(tokens, pairs) for tokens, pairs in groups if tokens and pairs]
+        groups = walk_groups(chunked, trie, max_lattice_arcs, keep=automaton.reachable)
+        if not all(pairs for _, pairs in groups):  # (a transform no state takes); kept groups have tokens
+            groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
+        self.groups = groups
         liveness = _Liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
         self.good = liveness.solve()
         self._filed = liveness.filed
@@ -273,7 +273,7 @@ class _Liveness:
     def __init__(self, groups, n_states: int, finals, cut, automaton: CanonicalAutomaton):
         self.groups, self.finals, self.cut, self.automaton = groups, finals, cut, automaton
         self.n = n_states
-        self.masks = [token_mask(tokens) for tokens, _ in groups]
+        self.masks = _token_masks([tokens for tokens, _ in groups])
         self.preds: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]  # r -> [(group, q)]
         for g, (_, pairs) in enumerate(groups):
             for q, r in pairs.items():
@@ -283,9 +283,9 @@ class _Liveness:
             if after is not None:
                 self.cut_preds[after].append(r)
         if isinstance(automaton, ExplicitCanonical):
-            self.follows = self._follows_explicit
+            self.settle = self._settle_explicit
         else:
-            self.follows = self._follows_implicit
+            self.settle = self._settle_implicit
         self._witnesses: dict[int, tuple[int, list[int]]] = {}
         self._class_answers: dict[tuple[int, int], object] = {}
         self._class_sizes: dict[int, int] = {}
@@ -316,7 +316,7 @@ class _Liveness:
             for g, q in self.preds[r]:
                 pending = waiting.get((g, q))
                 if pending:
-                    settled = [t for t in pending if self.follows(t, r)]
+                    settled = self.settle(pending, r)
                     if settled:
                         done = set(settled)
                         waiting[(g, q)] = [t for t in pending if t not in done]
@@ -353,22 +353,40 @@ class _Liveness:
             self.dirty.add(q)
         return not before
 
-    def _follows_explicit(self, t: int, r: int) -> bool:
-        """Whether ``good[r]`` holds a follower ``t`` allows: decided once per (class of t, r) and good[r]."""
-        automaton = self.automaton
-        c = automaton.token_class[t]
+    def _settle_explicit(self, pending: list[int], r: int) -> list[int]:
+        """The tokens of ``pending`` that some token of ``good[r]`` may follow.
+
+        Decided once per class of tokens and ``r``: a "yes" holds for good (``good[r]`` only grows),
+        a "no" until ``good[r]`` grows.  A class follows when ``good[r]`` has a token its banned set
+        lacks: more tokens than that set, or ``good & banned != good``.
+        """
+        token_class = self.automaton.token_class
         good = self.good[r]
-        key = (c, r)
-        known = self._class_answers.get(key)
-        if known is not None and (known is True or known == good):
-            return known is True
-        banned = automaton.class_banned[c]
-        size = self._class_sizes.get(c)
-        if size is None:
-            size = self._class_sizes[c] = banned.bit_count()
-        answer = good.bit_count() > size or bool(good & ~banned)
-        self._class_answers[key] = True if answer else good  # a "no" holds until good[r] grows
-        return answer
+        answers = self._class_answers
+        yes = set()
+        count = None
+        for c in {token_class[t] for t in pending}:
+            known = answers.get((c, r))
+            if known is True:
+                yes.add(c)
+                continue
+            if known is not None and known == good:
+                continue
+            banned = self.automaton.class_banned[c]
+            size = self._class_sizes.get(c)
+            if size is None:
+                size = self._class_sizes[c] = banned.bit_count()
+            if count is None:
+                count = good.bit_count()
+            if count > size or good & banned != good:
+                answers[(c, r)] = True
+                yes.add(c)
+            else:
+                answers[(c, r)] = good
+        return [t for t in pending if token_class[t] in yes] if yes else []
+
+    def _settle_implicit(self, pending: list[int], r: int) -> list[int]:
+        return [t for t in pending if self._follows_implicit(t, r)]
 
     def _follows_implicit(self, t: int, r: int) -> bool:
         forest = self.automaton.forest
@@ -382,6 +400,13 @@ class _Liveness:
         if good.bit_count() <= len(found[1]):
             return False
         return any(compatible_before(forest, t, v) for v in set_bits(good))
+
+
+def _token_masks(token_lists: list[list[int]]) -> list[int]:
+    """:func:`.canonical.token_mask` of each list, on the compiled core where it runs."""
+    if native.core is not None:
+        return native.core.token_masks(token_lists)
+    return [token_mask(tokens) for tokens in token_lists]
 
 
 def _some_bits(mask: int, count: int) -> list[int]:

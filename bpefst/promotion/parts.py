@@ -45,7 +45,7 @@ class TokenizerParts:
         if automaton is None:
             automaton = build_canonical(MergeForest.from_model(model))
         if warm:
-            trie.steps(), trie.chains(), trie.subtrees()
+            trie.steps(), trie.chains(), trie.subtrees(), trie.native_walker()
             automaton.banned_mask(0)  # builds the index of one token's banned set that decoding steps read
         return cls(trie, automaton)
 

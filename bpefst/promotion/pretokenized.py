@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import native
 from ..automata import DFA, difference, shortest_accepted, trim
 from ..automata.numbering import Numbering
 from ..automata.shared_rows import SharedRowDFA
@@ -91,11 +92,22 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     A state is ``(pattern state, chunker state, decoder state)``; the decoder
     state is 0 between characters (character-level models always).  The
     empty text is zero chunks: it is accepted when the pattern accepts it.
+    On the compiled core the product and the trim run there
+    (``bpefst._core.chunk_product``); :func:`_chunked_pattern` is its pure twin.
     """
-    step_symbol = _symbol_stepper(model, chunker)
+    values, decoder = _symbol_values(model, chunker)
+    if native.core is not None:
+        chunked = _chunked_natively(pattern, values, decoder, chunker, max_states)
+        if chunked is not None:
+            return chunked
+    return _chunked_pattern(pattern, _symbol_stepper(values, decoder, chunker), chunker, max_states)
+
+
+def _chunked_pattern(pattern: DFA, step_symbol, chunker: Chunker, max_states: int | None) -> DFA:
+    """:func:`chunked_pattern` in Python: states numbered breadth first, then trimmed."""
     chunks = chunker.dfa.transitions
     cut = chunker.boundary
-    number = Numbering("the chunked pattern", max_states)
+    number = Numbering(CHUNKED, max_states)
     states: list[tuple[int, int, int]] = number.keys
     rows: list[dict[int, int]] = []
     number((pattern.start, chunker.dfa.start, 0))
@@ -121,15 +133,63 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     return trim(DFA(rows, start, frozenset(finals), check=False))
 
 
-def _symbol_stepper(model: BPEModel, chunker: Chunker):
+CHUNKED = "the chunked pattern"
+
+
+def _chunked_natively(pattern: DFA, values: dict[int, int], decoder: list[dict[int, int]] | None, chunker: Chunker,
+                      max_states: int | None) -> DFA | None:
+    """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols."""
+    symbol_map = native.symbol_table(values)
+    if symbol_map is None:
+        return None
+    packed_decoder, packed_chunks = _packed_chunker(chunker.rules.preset, decoder is not None)
+    finals = bytearray(len(pattern.transitions))
+    for q in pattern.finals:
+        finals[q] = 1
+    chunk_finals = bytearray(len(chunker.dfa.transitions))
+    for c in chunker.dfa.finals:
+        chunk_finals[c] = 1
+    limit = -1 if max_states is None else min(max(max_states, 0), 1 << 62)
+    found = native.core.chunk_product(pattern.transitions, pattern.start, finals, symbol_map, packed_decoder,
+                                      packed_chunks, chunker.boundary, chunker.dfa.start, chunk_finals, BOUNDARY, limit)
+    if found is None:
+        raise StateLimitExceeded(CHUNKED, max_states)
+    rows, start, finals_found = found
+    if rows is None:
+        return DFA.empty_language()
+    return DFA(rows, start, frozenset(finals_found), check=False)
+
+
+@lru_cache(maxsize=2 * len(RULES))  # per preset, bytes or characters
+def _packed_chunker(preset: str, byte_level: bool) -> tuple[bytes, bytes]:
+    chunker = chunker_for(preset)
+    return native.chunker_tables(utf8_decoder(preset) if byte_level else None, chunker.dfa.transitions, chunker.boundary)
+
+
+def _symbol_values(model: BPEModel, chunker: Chunker) -> tuple[dict[int, int], list[dict[int, int]] | None]:
+    """What the chunking reads of each base symbol: its byte and the UTF-8 decoder (byte-level models), or
+    its atom and None (character-level models; symbols of no atom are left out)."""
+    if model.level == "byte":
+        return {i: model.vocab[i][0] for i in model.base_ids}, utf8_decoder(chunker.rules.preset)
+    if model.end_of_word_suffix:
+        raise BpefstError("pre-tokenization-aware promotion does not support end-of-word suffixes; pass --no-pretokenize (pretokenize=False in Python)")
+    atoms = {}
+    for i in model.base_ids:
+        text = model.vocab[i]
+        if isinstance(text, str) and len(text) == 1:
+            atom = chunker.atom_of(ord(text))
+            if atom is not None:
+                atoms[i] = atom
+    return atoms, None
+
+
+def _symbol_stepper(values: dict[int, int], decoder: list[dict[int, int]] | None, chunker: Chunker):
     """``(chunker state, decoder state, base symbol) -> (chunker state, decoder state)`` or None."""
     chunks = chunker.dfa.transitions
-    if model.level == "byte":
-        decoder = utf8_decoder(chunker.rules.preset)
-        raw = {i: model.vocab[i][0] for i in model.base_ids}
+    if decoder is not None:
 
         def step(c: int, d: int, symbol: int):
-            b = raw.get(symbol)
+            b = values.get(symbol)
             nxt = None if b is None else decoder[d].get(b)
             if nxt is None:
                 return None
@@ -139,16 +199,9 @@ def _symbol_stepper(model: BPEModel, chunker: Chunker):
             return None if c is None else (c, 0)
 
         return step
-    if model.end_of_word_suffix:
-        raise BpefstError("pre-tokenization-aware promotion does not support end-of-word suffixes; pass --no-pretokenize (pretokenize=False in Python)")
-    atoms = {}
-    for i in model.base_ids:
-        text = model.vocab[i]
-        if isinstance(text, str) and len(text) == 1:
-            atoms[i] = chunker.atom_of(ord(text))
 
     def step_char(c: int, d: int, symbol: int):
-        atom = atoms.get(symbol)
+        atom = values.get(symbol)
         c = None if atom is None else chunks[c].get(atom)
         return None if c is None else (c, 0)
 

@@ -37,6 +37,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 
 #include "validate.h"
 #include "banned.h"
+#include "promote.h"
 
 typedef struct {
     uint32_t *ids;
@@ -802,6 +803,10 @@ static PyMethodDef module_methods[] = {
     {"parse_ids", parse_ids, METH_O, "parse_ids(data) -> whitespace-separated decimal ids, or None for anything else."},
     {"allowed_union", allowed_union, METH_O,
      "allowed_union([(good, banned), ...]) -> the union of good & ~banned over bitset bytes (banned may be None)."},
+    {"token_masks", token_masks, METH_O, "token_masks(lists) -> the bitset (an int) of each list of tokens (promotion)."},
+    {"chunk_product", chunk_product, METH_VARARGS,
+     "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
+     "max_states) -> (rows, start, finals) of the trimmed chunked pattern, or None past max_states (promotion)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -810,16 +815,20 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0)
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0 ||
+        PyType_Ready(&TrieWalkerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&EncoderType);
     Py_INCREF(&PairCheckerType);
     Py_INCREF(&BannedIndexType);
+    Py_INCREF(&TrieWalkerType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
         PyModule_AddObject(m, "BannedIndex", (PyObject *)&BannedIndexType) < 0 ||
+        PyModule_AddObject(m, "TrieWalker", (PyObject *)&TrieWalkerType) < 0 ||
+        PyModule_AddIntConstant(m, "DECODER_NO_ARC", DECODER_NO_ARC) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_GPT2", PATTERN_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_CL100K", PATTERN_CL100K) < 0 ||
@@ -828,6 +837,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         Py_DECREF(&EncoderType);
         Py_DECREF(&PairCheckerType);
         Py_DECREF(&BannedIndexType);
+        Py_DECREF(&TrieWalkerType);
         Py_DECREF(m);
         return NULL;
     }

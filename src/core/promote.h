@@ -1,0 +1,1132 @@
+/* The compiled loops of promotion, the two a decoder waits on before its first mask (the pure twins,
+ * which are the specification, are in bpefst/promotion/agnostic.py and pretokenized.py):
+ *
+ *   TrieWalker.walk   the spelling trie of a tokenizer walked against a pattern DFA from every state,
+ *                     depth first (agnostic._walk, token_rows and the per-state part of walk_groups):
+ *                     per state, `token -> target` for every token whose spelling the pattern reads, as
+ *                     a dict or as groups `(tokens, {state: target})`, in the pure walk's exact order.
+ *                     The trie is packed once per tokenizer (bpefst/native.py, trie_walker) and kept
+ *                     on the SpellingTrie; the pattern's rows are packed here, per call.
+ *   chunk_product     the pattern DFA times the pre-tokenizer's chunker (and, for byte-level models,
+ *                     a UTF-8 decoder), states numbered breadth first, BOUNDARY arcs, then trimmed
+ *                     (pretokenized.chunked_pattern followed by automata.trim).
+ *
+ * Python builds and owns every table; each entry point checks what it is given (sizes, every index
+ * within its table, that the trie is a tree so every walk ends) and raises rather than read out of
+ * bounds.  Limits (max_states, max_arcs) are checked where the pure code checks them; a call that
+ * reaches one returns None and the caller raises the same exception as the pure path.  The loops
+ * that touch no Python object run without the GIL.
+ */
+#ifndef BPEFST_PROMOTE_H
+#define BPEFST_PROMOTE_H
+
+#include <limits.h>
+
+#define DECODER_NO_ARC INT32_MIN   /* a decoder entry: no arc for this byte (else >= 0: next state; < 0: -1 - atom ends) */
+#define DENSE_LOOKUP_MAX ((size_t)1 << 24) /* pattern rows as a states x symbols table up to this many entries */
+#define WALK_BATCH ((size_t)1 << 20)       /* arcs walked without the GIL before Python objects are made */
+
+/* A growable array of int32. */
+typedef struct {
+    int32_t *data;
+    size_t length, capacity;
+} Ints;
+
+static int ints_reserve(Ints *a, size_t more) {
+    if (a->capacity - a->length >= more) return 0;
+    size_t capacity = a->capacity ? a->capacity : 1024;
+    while (capacity - a->length < more) {
+        if (capacity > SIZE_MAX / 2 / sizeof(int32_t)) return -1;
+        capacity *= 2;
+    }
+    int32_t *data = realloc(a->data, capacity * sizeof(int32_t));
+    if (!data) return -1;
+    a->data = data;
+    a->capacity = capacity;
+    return 0;
+}
+
+static int ints_push(Ints *a, int32_t value) {
+    if (a->length == a->capacity && ints_reserve(a, 1)) return -1;
+    a->data[a->length++] = value;
+    return 0;
+}
+
+/* An int key or value as a long long; 0 when it is not an int or does not fit (no error is left set). */
+static int as_small_int(PyObject *o, long long *value) {
+    if (!PyLong_Check(o)) return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *value = v;
+    return 1;
+}
+
+/* A bytes-like argument read as `count` int32 (count = -1: any whole number of them). */
+static const int32_t *int32_table(Py_buffer *view, Py_ssize_t count, const char *what, Py_ssize_t *length) {
+    if (view->len % 4 || (count >= 0 && view->len != 4 * count)) {
+        if (count >= 0)
+            PyErr_Format(PyExc_ValueError, "%s must hold %zd packed 32-bit ints", what, count);
+        else
+            PyErr_Format(PyExc_ValueError, "%s must hold packed 32-bit ints", what);
+        return NULL;
+    }
+    if (length) *length = view->len / 4;
+    return view->buf;
+}
+
+/* ---------------------------------------------------------------- a pattern's rows, packed per call */
+
+/* rows[q] = {symbol: target}: per state the arcs whose symbol `map` knows (map[symbol] >= 0), in the dict's
+ * order, as (mapped symbol, target, key object); `size[q]` is len(rows[q]) (every key counts). */
+typedef struct {
+    Py_ssize_t states;
+    size_t *start;          /* states + 1 offsets */
+    int32_t *symbol, *target;
+    PyObject **key;         /* strong references */
+    Py_ssize_t *size;
+    size_t arcs;
+} Rows;
+
+static void rows_free(Rows *rows) {
+    if (rows->key)
+        for (size_t e = 0; e < rows->arcs; e++) Py_XDECREF(rows->key[e]);
+    free(rows->start);
+    free(rows->symbol);
+    free(rows->target);
+    free(rows->key);
+    free(rows->size);
+    memset(rows, 0, sizeof *rows);
+}
+
+static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, Rows *rows) {
+    memset(rows, 0, sizeof *rows);
+    if (!PyList_Check(list)) {
+        PyErr_SetString(PyExc_TypeError, "the transitions must be a list of dicts");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    size_t total = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *row = PyList_GET_ITEM(list, q);
+        if (!PyDict_Check(row)) {
+            PyErr_SetString(PyExc_TypeError, "the transitions must be a list of dicts");
+            return -1;
+        }
+        total += (size_t)PyDict_GET_SIZE(row);
+    }
+    rows->states = n;
+    rows->start = malloc(((size_t)n + 1) * sizeof(size_t));
+    rows->size = malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    rows->symbol = malloc((total + 1) * sizeof(int32_t));
+    rows->target = malloc((total + 1) * sizeof(int32_t));
+    rows->key = calloc(total + 1, sizeof(PyObject *));
+    if (!rows->start || !rows->size || !rows->symbol || !rows->target || !rows->key) {
+        rows_free(rows);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t e = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *row = PyList_GET_ITEM(list, q), *key, *value;
+        Py_ssize_t at = 0;
+        rows->start[q] = e;
+        rows->size[q] = PyDict_GET_SIZE(row);
+        while (PyDict_Next(row, &at, &key, &value)) {
+            long long symbol, target;
+            if (!as_small_int(key, &symbol) || symbol < 0 || symbol >= map_length || map[symbol] < 0) continue;
+            if (!as_small_int(value, &target) || target < 0 || target >= n) {
+                rows->arcs = e;
+                rows_free(rows);
+                PyErr_Format(PyExc_ValueError, "state %zd has an arc to %R, which is not a state", q, value);
+                return -1;
+            }
+            if (e >= total) break; /* cannot happen: no Python code runs while the dicts are read */
+            rows->symbol[e] = map[symbol];
+            rows->target[e] = (int32_t)target;
+            Py_INCREF(key);
+            rows->key[e++] = key;
+        }
+    }
+    rows->start[n] = e;
+    rows->arcs = e;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- TrieWalker */
+
+typedef struct {
+    PyObject_HEAD
+    int32_t nodes, edges, symbols;
+    int32_t *node_start;                     /* nodes + 1: node -> its edges, in the trie's order */
+    int32_t *edge_symbol, *edge_token, *edge_child; /* symbol index, token code (steps()), child or 0 */
+    int32_t *sorted;                         /* per node, its edges sorted by symbol (for lookups) */
+    int32_t *end_start, *end_token;          /* nodes + 1: node -> the tokens ending there */
+    int32_t *symbol_index;                   /* symbol -> index, or -1 */
+    Py_ssize_t symbol_range;
+    int32_t max_token;
+    PyObject **token_object;                 /* token -> its int, made on first use */
+} TrieWalker;
+
+static void TrieWalker_clear(TrieWalker *w) {
+    free(w->node_start);
+    free(w->edge_symbol);
+    free(w->edge_token);
+    free(w->edge_child);
+    free(w->sorted);
+    free(w->end_start);
+    free(w->end_token);
+    free(w->symbol_index);
+    if (w->token_object) {
+        for (int32_t t = 0; t <= w->max_token; t++) Py_XDECREF(w->token_object[t]);
+        free(w->token_object);
+    }
+    w->node_start = w->edge_symbol = w->edge_token = w->edge_child = w->sorted = NULL;
+    w->end_start = w->end_token = w->symbol_index = NULL;
+    w->token_object = NULL;
+    w->nodes = w->edges = w->symbols = 0;
+}
+
+static void TrieWalker_dealloc(TrieWalker *w) {
+    TrieWalker_clear(w);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static int32_t *copy_ints(const int32_t *source, size_t count) {
+    int32_t *copy = malloc((count ? count : 1) * sizeof(int32_t));
+    if (copy && count) memcpy(copy, source, count * sizeof(int32_t));
+    return copy;
+}
+
+static const int32_t *walker_sorted_symbol; /* qsort has no context argument; set under the GIL only */
+
+static int by_symbol(const void *a, const void *b) {
+    int32_t x = walker_sorted_symbol[*(const int32_t *)a], y = walker_sorted_symbol[*(const int32_t *)b];
+    return (x > y) - (x < y);
+}
+
+/* Offsets `start[0..count]` that start at 0, never fall and end at `total`. */
+static int valid_offsets(const int32_t *start, Py_ssize_t count, Py_ssize_t total) {
+    if (start[0] != 0 || start[count] != total) return 0;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (start[k + 1] < start[k]) return 0;
+    return 1;
+}
+
+static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"node_start", "edge_symbol", "edge_token", "edge_child", "end_start", "end_token",
+                            "symbol_index", "symbols", NULL};
+    Py_buffer v_node = {0}, v_symbol = {0}, v_token = {0}, v_child = {0}, v_end_start = {0}, v_end = {0}, v_index = {0};
+    int symbols;
+    int ok = -1;
+    uint8_t *seen = NULL;
+    int32_t *stamp = NULL;
+    if (w->node_start) {
+        PyErr_SetString(PyExc_RuntimeError, "TrieWalker is already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*y*y*y*y*y*y*i:TrieWalker", names, &v_node, &v_symbol, &v_token,
+                                     &v_child, &v_end_start, &v_end, &v_index, &symbols))
+        return -1;
+    Py_ssize_t node_count, edge_count, end_count, index_count;
+    const int32_t *node_start = int32_table(&v_node, -1, "node_start", &node_count);
+    if (!node_start) goto done;
+    if (node_count < 2 || node_count - 1 > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "node_start must hold one offset per node and one more (a root at least)");
+        goto done;
+    }
+    Py_ssize_t nodes = node_count - 1;
+    const int32_t *edge_symbol = int32_table(&v_symbol, -1, "edge_symbol", &edge_count);
+    if (!edge_symbol) goto done;
+    const int32_t *edge_token = int32_table(&v_token, edge_count, "edge_token", NULL);
+    const int32_t *edge_child = edge_token ? int32_table(&v_child, edge_count, "edge_child", NULL) : NULL;
+    const int32_t *end_start = edge_child ? int32_table(&v_end_start, node_count, "end_start", NULL) : NULL;
+    const int32_t *end_token = end_start ? int32_table(&v_end, -1, "end_token", &end_count) : NULL;
+    const int32_t *symbol_index = end_token ? int32_table(&v_index, -1, "symbol_index", &index_count) : NULL;
+    if (!symbol_index) goto done;
+    if (symbols < 0 || edge_count > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "symbols must be a count");
+        goto done;
+    }
+    if (!valid_offsets(node_start, nodes, edge_count)) {
+        PyErr_SetString(PyExc_ValueError, "node_start must be offsets into the edges");
+        goto done;
+    }
+    if (!valid_offsets(end_start, nodes, end_count)) {
+        PyErr_SetString(PyExc_ValueError, "end_start must be offsets into end_token");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < index_count; k++)
+        if (symbol_index[k] < -1 || symbol_index[k] >= symbols) {
+            PyErr_SetString(PyExc_ValueError, "symbol_index holds an index outside the symbols");
+            goto done;
+        }
+    int32_t max_token = -1;
+    for (Py_ssize_t k = 0; k < end_count; k++) {
+        if (end_token[k] < 0 || (uint32_t)end_token[k] >= MAX_ID) {
+            PyErr_SetString(PyExc_ValueError, "end_token holds a token outside 0 .. 2**26 - 1");
+            goto done;
+        }
+        if (end_token[k] > max_token) max_token = end_token[k];
+    }
+    /* A tree: every child comes after its parent and has one parent, so a walk visits each node once. */
+    seen = calloc((size_t)nodes, 1);
+    stamp = malloc(((size_t)symbols + 1) * sizeof(int32_t));
+    if (!seen || !stamp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < symbols; k++) stamp[k] = -1;
+    for (Py_ssize_t node = 0; node < nodes; node++) {
+        for (int32_t e = node_start[node]; e < node_start[node + 1]; e++) {
+            int32_t symbol = edge_symbol[e], token = edge_token[e], child = edge_child[e];
+            if (symbol < 0 || symbol >= symbols || stamp[symbol] == node) {
+                PyErr_SetString(PyExc_ValueError, "a node's edges must have distinct symbols within the symbols");
+                goto done;
+            }
+            stamp[symbol] = (int32_t)node;
+            if (child != 0 && (child <= node || child >= nodes || seen[child])) {
+                PyErr_SetString(PyExc_ValueError, "the trie must be a tree with each child after its parent");
+                goto done;
+            }
+            if (child) seen[child] = 1;
+            if (token >= 0) {
+                if ((uint32_t)token >= MAX_ID) {
+                    PyErr_SetString(PyExc_ValueError, "edge_token holds a token outside 0 .. 2**26 - 1");
+                    goto done;
+                }
+                if (token > max_token) max_token = token;
+            } else if (token < -1 && (token == INT32_MIN || -2 - (int64_t)token >= nodes)) {
+                PyErr_SetString(PyExc_ValueError, "edge_token names the tokens of a node that is not in the trie");
+                goto done;
+            }
+        }
+    }
+    w->nodes = (int32_t)nodes;
+    w->edges = (int32_t)edge_count;
+    w->symbols = symbols;
+    w->symbol_range = index_count;
+    w->max_token = max_token;
+    w->node_start = copy_ints(node_start, (size_t)node_count);
+    w->edge_symbol = copy_ints(edge_symbol, (size_t)edge_count);
+    w->edge_token = copy_ints(edge_token, (size_t)edge_count);
+    w->edge_child = copy_ints(edge_child, (size_t)edge_count);
+    w->end_start = copy_ints(end_start, (size_t)node_count);
+    w->end_token = copy_ints(end_token, (size_t)end_count);
+    w->symbol_index = copy_ints(symbol_index, (size_t)index_count);
+    w->sorted = malloc(((size_t)edge_count + 1) * sizeof(int32_t));
+    w->token_object = calloc((size_t)max_token + 2, sizeof(PyObject *));
+    if (!w->node_start || !w->edge_symbol || !w->edge_token || !w->edge_child || !w->end_start || !w->end_token ||
+        !w->symbol_index || !w->sorted || !w->token_object) {
+        TrieWalker_clear(w);
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int32_t e = 0; e < w->edges; e++) w->sorted[e] = e;
+    walker_sorted_symbol = w->edge_symbol;
+    for (int32_t node = 0; node < w->nodes; node++) {
+        int32_t from = w->node_start[node], count = w->node_start[node + 1] - from;
+        if (count > 1) qsort(w->sorted + from, (size_t)count, sizeof(int32_t), by_symbol);
+    }
+    ok = 0;
+done:
+    free(seen);
+    free(stamp);
+    PyBuffer_Release(&v_node);
+    PyBuffer_Release(&v_symbol);
+    PyBuffer_Release(&v_token);
+    PyBuffer_Release(&v_child);
+    PyBuffer_Release(&v_end_start);
+    PyBuffer_Release(&v_end);
+    PyBuffer_Release(&v_index);
+    return ok;
+}
+
+/* The edge of `node` reading symbol index `symbol`, or -1 (binary search over its sorted edges). */
+static int32_t walker_edge(const TrieWalker *w, int32_t node, int32_t symbol) {
+    int32_t lo = w->node_start[node], hi = w->node_start[node + 1];
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2, e = w->sorted[mid], s = w->edge_symbol[e];
+        if (s == symbol) return e;
+        if (s < symbol) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+/* Where state q goes on symbol index k: a dense table, or a binary search of q's arcs sorted by symbol. */
+typedef struct {
+    const Rows *rows;
+    int32_t symbols;
+    int32_t *dense;    /* states x symbols, or NULL */
+    int32_t *sorted;   /* per state, its arcs sorted by symbol (when there is no dense table) */
+} Lookup;
+
+static const int32_t *lookup_sorted_symbol;
+
+static int arc_by_symbol(const void *a, const void *b) {
+    int32_t x = lookup_sorted_symbol[*(const int32_t *)a], y = lookup_sorted_symbol[*(const int32_t *)b];
+    return (x > y) - (x < y);
+}
+
+static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols) {
+    memset(l, 0, sizeof *l);
+    l->rows = rows;
+    l->symbols = symbols;
+    size_t cells = (size_t)rows->states * (size_t)symbols;
+    if (symbols == 0 || (rows->states && cells / (size_t)rows->states != (size_t)symbols)) cells = SIZE_MAX;
+    if (cells <= DENSE_LOOKUP_MAX) {
+        l->dense = malloc((cells ? cells : 1) * sizeof(int32_t));
+        if (!l->dense) return -1;
+        for (size_t k = 0; k < cells; k++) l->dense[k] = -1;
+        for (Py_ssize_t q = 0; q < rows->states; q++)
+            for (size_t e = rows->start[q]; e < rows->start[q + 1]; e++)
+                l->dense[(size_t)q * (size_t)symbols + (size_t)rows->symbol[e]] = rows->target[e];
+        return 0;
+    }
+    l->sorted = malloc((rows->arcs + 1) * sizeof(int32_t));
+    if (!l->sorted) return -1;
+    for (size_t e = 0; e < rows->arcs; e++) l->sorted[e] = (int32_t)e;
+    lookup_sorted_symbol = rows->symbol;
+    for (Py_ssize_t q = 0; q < rows->states; q++) {
+        size_t from = rows->start[q], count = rows->start[q + 1] - from;
+        if (count > 1) qsort(l->sorted + from, count, sizeof(int32_t), arc_by_symbol);
+    }
+    return 0;
+}
+
+static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
+    if (l->dense) return l->dense[(size_t)q * (size_t)l->symbols + (size_t)symbol];
+    const Rows *rows = l->rows;
+    size_t lo = rows->start[q], hi = rows->start[q + 1];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int32_t e = l->sorted[mid], s = rows->symbol[e];
+        if (s == symbol) return rows->target[e];
+        if (s < symbol) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+/* States of one batch by their rows: (batch, state, index in the batch) per slot, open addressing by row hash. */
+typedef struct {
+    struct { int32_t batch, state, index; uint32_t hash; } *slots;
+    size_t mask;
+} RowMemo;
+
+static int row_memo_init(RowMemo *m, Py_ssize_t states) {
+    size_t capacity = 16;
+    while (capacity < 2 * (size_t)states + 2) capacity *= 2;
+    m->slots = calloc(capacity, sizeof *m->slots);
+    m->mask = capacity - 1;
+    return m->slots ? 0 : -1;
+}
+
+static uint32_t row_hash(const Rows *rows, int32_t q) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)rows->size[q];
+    for (size_t e = rows->start[q]; e < rows->start[q + 1]; e++) {
+        h = (h ^ (uint32_t)rows->symbol[e]) * 0x100000001B3ull;
+        h = (h ^ (uint32_t)rows->target[e]) * 0x100000001B3ull;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static int rows_equal(const Rows *rows, int32_t a, int32_t b) {
+    size_t from_a = rows->start[a], from_b = rows->start[b], count = rows->start[a + 1] - from_a;
+    if (rows->size[a] != rows->size[b] || rows->start[b + 1] - from_b != count) return 0;
+    return memcmp(rows->symbol + from_a, rows->symbol + from_b, count * sizeof(int32_t)) == 0 &&
+           memcmp(rows->target + from_a, rows->target + from_b, count * sizeof(int32_t)) == 0;
+}
+
+/* The index in this batch of an earlier state with q's row, or -1. */
+static int32_t row_memo_find(const RowMemo *m, const Rows *rows, int32_t q, int32_t batch) {
+    uint32_t hash = row_hash(rows, q);
+    for (size_t slot = hash & m->mask; m->slots[slot].batch; slot = (slot + 1) & m->mask)
+        if (m->slots[slot].batch == batch && m->slots[slot].hash == hash && rows_equal(rows, m->slots[slot].state, q))
+            return m->slots[slot].index;
+    return -1;
+}
+
+/* Remember q (not yet remembered) as index `index` of this batch; slots of earlier batches are taken over. */
+static void row_memo_add(RowMemo *m, const Rows *rows, int32_t q, int32_t index, int32_t batch) {
+    uint32_t hash = row_hash(rows, q);
+    size_t slot = hash & m->mask;
+    while (m->slots[slot].batch == batch) slot = (slot + 1) & m->mask;
+    m->slots[slot].batch = batch;
+    m->slots[slot].state = q;
+    m->slots[slot].index = index;
+    m->slots[slot].hash = hash;
+}
+
+/* One edge read from a state: file what ends there and go on below it. */
+static int walker_take(const TrieWalker *w, int32_t e, int32_t target, Ints *found, Ints *stack) {
+    int32_t token = w->edge_token[e], child = w->edge_child[e];
+    if (token >= 0) {
+        if (ints_push(found, token) || ints_push(found, target)) return -1;
+    } else if (token < -1) {
+        int32_t node = -2 - token;
+        for (int32_t k = w->end_start[node]; k < w->end_start[node + 1]; k++)
+            if (ints_push(found, w->end_token[k]) || ints_push(found, target)) return -1;
+    }
+    if (child && (ints_push(stack, child) || ints_push(stack, target))) return -1;
+    return 0;
+}
+
+/* agnostic._walk from state q: appends (token, target) pairs to `found` in the order the pure walk files them. */
+static int walker_walk_state(const TrieWalker *w, const Lookup *l, int32_t q, Ints *found, Ints *stack) {
+    const Rows *rows = l->rows;
+    stack->length = 0;
+    if (ints_push(stack, 0) || ints_push(stack, q)) return -1;
+    while (stack->length) {
+        int32_t state = stack->data[--stack->length];
+        int32_t node = stack->data[--stack->length];
+        int32_t from = w->node_start[node], to = w->node_start[node + 1];
+        if ((Py_ssize_t)(to - from) <= rows->size[state]) { /* the smaller side, as the pure walk picks it */
+            for (int32_t e = from; e < to; e++) {
+                int32_t target = lookup_target(l, state, w->edge_symbol[e]);
+                if (target >= 0 && walker_take(w, e, target, found, stack)) return -1;
+            }
+        } else {
+            for (size_t a = rows->start[state]; a < rows->start[state + 1]; a++) {
+                int32_t e = walker_edge(w, node, rows->symbol[a]);
+                if (e >= 0 && walker_take(w, e, rows->target[a], found, stack)) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject *walker_token(TrieWalker *w, int32_t token) {
+    PyObject *object = w->token_object[token];
+    if (!object) object = w->token_object[token] = PyLong_FromLong(token);
+    return object;
+}
+
+/* One state's arcs (found[from:to] as pairs) as a dict, or appended to `groups` as (tokens, {q: target}) per
+ * target in order of first appearance (walk_groups).  `group_of` is -1 everywhere on entry and on exit. */
+static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObject *q_object, PyObject **target_object,
+                       PyObject *out, int groups, const uint8_t *keep, int32_t *group_of, Ints *scratch) {
+    if (!groups) {
+        PyObject *row = PyDict_New();
+        if (!row) return -1;
+        for (size_t k = 0; k < count; k++) {
+            if (keep && !keep[pairs[2 * k]]) continue;
+            PyObject *token = walker_token(w, pairs[2 * k]);
+            if (!token || PyDict_SetItem(row, token, target_object[pairs[2 * k + 1]])) {
+                Py_DECREF(row);
+                return -1;
+            }
+        }
+        int failed = PyList_Append(out, row);
+        Py_DECREF(row);
+        return failed;
+    }
+    /* scratch: per group, its target then its size.  Groups are ordered by the first token of each target,
+     * kept or not (walk_groups groups first and leaves out tokens after), and only non-empty ones are made. */
+    scratch->length = 0;
+    int status = 0;
+    for (size_t k = 0; k < count; k++) {
+        int32_t target = pairs[2 * k + 1];
+        if (group_of[target] < 0) {
+            group_of[target] = (int32_t)(scratch->length / 2);
+            if (ints_push(scratch, target) || ints_push(scratch, 0)) {
+                PyErr_NoMemory();
+                status = -1;
+                break;
+            }
+        }
+        if (!keep || keep[pairs[2 * k]]) scratch->data[2 * group_of[target] + 1]++;
+    }
+    size_t group_count = scratch->length / 2;
+    PyObject **lists = status ? NULL : calloc(group_count + 1, sizeof(PyObject *));
+    size_t *filled = status ? NULL : calloc(group_count + 1, sizeof(size_t));
+    if (!status && (!lists || !filled)) {
+        PyErr_NoMemory();
+        status = -1;
+    }
+    for (size_t g = 0; !status && g < group_count; g++)
+        if (scratch->data[2 * g + 1] && !(lists[g] = PyList_New(scratch->data[2 * g + 1]))) status = -1;
+    for (size_t k = 0; !status && k < count; k++) {
+        if (keep && !keep[pairs[2 * k]]) continue;
+        int32_t g = group_of[pairs[2 * k + 1]];
+        PyObject *token = walker_token(w, pairs[2 * k]);
+        if (!token) {
+            status = -1;
+            break;
+        }
+        Py_INCREF(token);
+        PyList_SET_ITEM(lists[g], (Py_ssize_t)filled[g]++, token);
+    }
+    for (size_t g = 0; !status && g < group_count; g++) {
+        if (!lists[g]) continue;
+        PyObject *pair = PyDict_New(), *group = NULL;
+        if (pair && PyDict_SetItem(pair, q_object, target_object[scratch->data[2 * g]]) == 0)
+            group = PyTuple_Pack(2, lists[g], pair);
+        Py_XDECREF(pair);
+        if (group) {
+            /* A list of ints and a tuple of it and an int dict can be in no cycle: untracked, the collector
+             * never walks them (as CPython untracks such tuples and dicts itself).  Only a caller that put
+             * a container into the token list could make a cycle the collector would then miss. */
+            PyObject_GC_UnTrack(lists[g]);
+            PyObject_GC_UnTrack(group);
+        }
+        if (!group || PyList_Append(out, group)) status = -1;
+        Py_XDECREF(group);
+    }
+    for (size_t g = 0; g < scratch->length / 2; g++) group_of[scratch->data[2 * g]] = -1;
+    if (lists)
+        for (size_t g = 0; g < group_count; g++) Py_XDECREF(lists[g]);
+    free(lists);
+    free(filled);
+    return status;
+}
+
+/* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
+ * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
+ * out the tokens whose byte is 0). */
+static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
+    PyObject *transitions, *keep_object = Py_None;
+    long long max_arcs;
+    int groups;
+    if (!PyArg_ParseTuple(args, "OLp|O:walk", &transitions, &max_arcs, &groups, &keep_object)) return NULL;
+    if (!w->node_start) {
+        PyErr_SetString(PyExc_RuntimeError, "TrieWalker is not initialised");
+        return NULL;
+    }
+    Py_buffer keep_view = {0};
+    const uint8_t *keep = NULL;
+    if (keep_object != Py_None) {
+        if (PyObject_GetBuffer(keep_object, &keep_view, PyBUF_SIMPLE)) return NULL;
+        if (keep_view.len <= w->max_token) {
+            PyBuffer_Release(&keep_view);
+            PyErr_SetString(PyExc_ValueError, "keep must hold one byte per token of the trie");
+            return NULL;
+        }
+        keep = keep_view.buf;
+    }
+    Rows rows;
+    if (rows_pack(transitions, w->symbol_index, w->symbol_range, &rows)) {
+        PyBuffer_Release(&keep_view);
+        return NULL;
+    }
+    Py_ssize_t n = rows.states;
+    if (n > INT32_MAX / 2) {
+        rows_free(&rows);
+        PyErr_SetString(PyExc_ValueError, "too many states");
+        return NULL;
+    }
+    Lookup lookup = {0};
+    RowMemo memo = {0};
+    Ints found = {0}, stack = {0}, scratch = {0}, ends = {0};
+    PyObject **target_object = calloc((size_t)n + 1, sizeof(PyObject *));
+    int32_t *group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (!out) goto done;
+    if (lookup_init(&lookup, &rows, w->symbols) || !target_object || !group_of) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < n; q++) {
+        group_of[q] = -1;
+        if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
+    }
+    if (row_memo_init(&memo, n)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t batch = 0;
+    long long arcs = 0;
+    for (Py_ssize_t q = 0; q < n;) {
+        /* walk a batch of states without the GIL, then make their objects; a state whose row equals that
+         * of an earlier state of the batch has the same walk (rows are read in order, sizes included) */
+        Py_ssize_t first = q;
+        int failed = 0;
+        found.length = ends.length = 0;
+        batch++;
+        Py_BEGIN_ALLOW_THREADS
+        for (; q < n && found.length < 2 * WALK_BATCH; q++) {
+            int32_t same = row_memo_find(&memo, &rows, (int32_t)q, batch);
+            int32_t from, to;
+            if (same >= 0) {
+                from = ends.data[2 * same];
+                to = ends.data[2 * same + 1];
+            } else {
+                from = (int32_t)(found.length / 2); /* fits: a batch stays far below 2**31 pairs */
+                if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack)) {
+                    failed = 1;
+                    break;
+                }
+                to = (int32_t)(found.length / 2);
+                row_memo_add(&memo, &rows, (int32_t)q, (int32_t)(q - first), batch);
+            }
+            if (ints_push(&ends, from) || ints_push(&ends, to)) {
+                failed = 1;
+                break;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (failed || found.length / 2 > INT32_MAX) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t k = 0; 2 * k < (Py_ssize_t)ends.length; k++) {
+            size_t from = (size_t)ends.data[2 * k], to = (size_t)ends.data[2 * k + 1];
+            arcs += (long long)(to - from);
+            if (max_arcs >= 0 && arcs > max_arcs) {
+                result = Py_None;
+                Py_INCREF(result);
+                goto done;
+            }
+            /* the objects made here hold only ints: no collection is needed while they are made (the GIL is
+             * held and no Python code runs, so no other thread sees the collector off) */
+            int collecting = PyGC_Disable();
+            int failed_emit = walker_emit(w, found.data + 2 * from, to - from, target_object[first + k], target_object,
+                                          out, groups, keep, group_of, &scratch);
+            if (collecting) PyGC_Enable();
+            if (failed_emit) goto done;
+        }
+    }
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    if (target_object)
+        for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(target_object[q]);
+    free(target_object);
+    free(group_of);
+    free(lookup.dense);
+    free(lookup.sorted);
+    free(memo.slots);
+    free(found.data);
+    free(stack.data);
+    free(scratch.data);
+    free(ends.data);
+    rows_free(&rows);
+    PyBuffer_Release(&keep_view);
+    return result;
+}
+
+static PyMethodDef TrieWalker_methods[] = {
+    {"walk", (PyCFunction)TrieWalker_walk, METH_VARARGS,
+     "walk(transitions, max_arcs, groups, keep=None) -> per state token -> target (dicts), or walk_groups' groups; "
+     "None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject TrieWalkerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bpefst._core.TrieWalker",
+    .tp_basicsize = sizeof(TrieWalker),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A tokenizer's spelling trie, packed, walked against pattern DFAs (bpefst.promotion.agnostic).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)TrieWalker_init,
+    .tp_dealloc = (destructor)TrieWalker_dealloc,
+    .tp_methods = TrieWalker_methods,
+};
+
+/* ---------------------------------------------------------------- token_masks */
+
+/* token_masks(lists) -> [the bitset of each list's tokens] (canonical.token_mask of each). */
+static PyObject *token_masks(PyObject *module, PyObject *lists) {
+    if (!PyList_Check(lists)) {
+        PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of lists of tokens");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(lists);
+    PyObject *out = PyList_New(count);
+    if (!out) return NULL;
+    uint8_t *buffer = NULL;
+    size_t capacity = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *tokens = PyList_GET_ITEM(lists, k);
+        if (!PyList_Check(tokens)) {
+            PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of lists of tokens");
+            goto fail;
+        }
+        Py_ssize_t size = PyList_GET_SIZE(tokens);
+        long long top = -1;
+        for (Py_ssize_t j = 0; j < size; j++) {
+            long long t;
+            if (!as_small_int(PyList_GET_ITEM(tokens, j), &t) || t < 0 || t >= (long long)MAX_ID) {
+                PyErr_SetString(PyExc_ValueError, "token_masks() takes tokens in 0 .. 2**26 - 1");
+                goto fail;
+            }
+            if (t > top) top = t;
+        }
+        size_t bytes = (size_t)((top >> 3) + 1);
+        if (bytes > capacity) {
+            uint8_t *grown = realloc(buffer, bytes);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            buffer = grown;
+            capacity = bytes;
+        }
+        memset(buffer, 0, bytes);
+        for (Py_ssize_t j = 0; j < size; j++) {
+            long long t = PyLong_AsLongLong(PyList_GET_ITEM(tokens, j)); /* checked above; the list is unchanged */
+            buffer[t >> 3] |= (uint8_t)(1u << (t & 7));
+        }
+        PyObject *mask = top < 0 ? PyLong_FromLong(0) : _PyLong_FromByteArray(buffer, bytes, 1, 0);
+        if (!mask) goto fail;
+        PyList_SET_ITEM(out, k, mask);
+    }
+    free(buffer);
+    return out;
+fail:
+    free(buffer);
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- chunk_product */
+
+/* (pattern state, chunker state, decoder state) -> product state, open addressing. */
+typedef struct {
+    uint64_t *keys; /* key + 1; 0 is free */
+    int32_t *values;
+    size_t mask, count;
+} StateTable;
+
+static int state_table_grow(StateTable *t) {
+    size_t capacity = t->keys ? 2 * (t->mask + 1) : 1024;
+    uint64_t *keys = calloc(capacity, sizeof(uint64_t));
+    int32_t *values = malloc(capacity * sizeof(int32_t));
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return -1;
+    }
+    if (t->keys)
+        for (size_t k = 0; k <= t->mask; k++)
+            if (t->keys[k]) {
+                size_t slot = (size_t)((t->keys[k] * 0x9E3779B97F4A7C15ull) >> 20) & (capacity - 1);
+                while (keys[slot]) slot = (slot + 1) & (capacity - 1);
+                keys[slot] = t->keys[k];
+                values[slot] = t->values[k];
+            }
+    free(t->keys);
+    free(t->values);
+    t->keys = keys;
+    t->values = values;
+    t->mask = capacity - 1;
+    return 0;
+}
+
+typedef struct {
+    StateTable table;
+    Ints p, c, d;         /* per product state, its parts (the numbering's keys) */
+    long long limit;      /* max_states, or < 0 */
+    int32_t chunk_states, decoder_states;
+} Product;
+
+enum { NUMBER_LIMIT = -1, NUMBER_NO_MEMORY = -2 };
+
+/* Numbering.__call__: the number of (p, c, d), giving the next one to a new key. */
+static int32_t product_number(Product *x, int32_t p, int32_t c, int32_t d) {
+    uint64_t key = (((uint64_t)p * (uint64_t)x->chunk_states + (uint64_t)c) * (uint64_t)x->decoder_states + (uint64_t)d) + 1;
+    StateTable *t = &x->table;
+    if (!t->keys || 2 * (t->count + 1) > t->mask + 1) {
+        if (state_table_grow(t)) return NUMBER_NO_MEMORY;
+    }
+    size_t slot = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & t->mask;
+    while (t->keys[slot]) {
+        if (t->keys[slot] == key) return t->values[slot];
+        slot = (slot + 1) & t->mask;
+    }
+    size_t k = x->p.length;
+    if (k >= (size_t)INT32_MAX) return NUMBER_NO_MEMORY;
+    if (ints_push(&x->p, p) || ints_push(&x->c, c) || ints_push(&x->d, d)) return NUMBER_NO_MEMORY;
+    t->keys[slot] = key;
+    t->values[slot] = (int32_t)k;
+    t->count++;
+    if (x->limit >= 0 && (long long)k >= x->limit) return NUMBER_LIMIT;
+    return (int32_t)k;
+}
+
+/* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals,
+ *               boundary, max_states) -> (rows, start, finals) of the trimmed chunked pattern; rows is None
+ * for the empty language; the whole result is None once more than max_states (>= 0) states are numbered.
+ *
+ *   finals        one byte per pattern state (1: final)
+ *   symbol_map    symbol -> its byte (byte-level; decoder holds 256 entries per decoder state) or its atom
+ *                 (decoder empty), -1 where the symbol has none
+ *   decoder       per decoder state and byte: the next decoder state, -1 - atom where a character ends,
+ *                 DECODER_NO_ARC where there is no arc
+ *   chunks        per chunker state, atoms + 1 entries (the last: the cut), -1 where there is no arc
+ *   boundary      the key the BOUNDARY arcs get
+ */
+static PyObject *chunk_product(PyObject *module, PyObject *args) {
+    PyObject *transitions, *boundary;
+    Py_ssize_t start;
+    int atoms, chunk_start;
+    long long max_states;
+    Py_buffer v_finals = {0}, v_map = {0}, v_decoder = {0}, v_chunks = {0}, v_chunk_finals = {0};
+    if (!PyArg_ParseTuple(args, "Ony*y*y*y*iiy*OL:chunk_product", &transitions, &start, &v_finals, &v_map, &v_decoder,
+                          &v_chunks, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states))
+        return NULL;
+    PyObject *result = NULL;
+    Rows rows = {0};
+    Product x = {0};
+    Ints arc_start = {0}, arc_from = {0}, arc_target = {0}, finals = {0}, order = {0}, reverse = {0}, reverse_start = {0};
+    uint8_t *acc = NULL, *coacc = NULL;
+    int32_t *new_id = NULL;
+    PyObject **target_object = NULL;
+    int32_t *own_decoder = NULL, *own_chunks = NULL;
+    uint8_t *own_finals = NULL, *own_chunk_finals = NULL;
+    int32_t kept = 0;
+    Py_ssize_t map_length, decoder_length, chunk_length;
+    const int32_t *map = int32_table(&v_map, -1, "symbol_map", &map_length);
+    const int32_t *decoder = map ? int32_table(&v_decoder, -1, "decoder", &decoder_length) : NULL;
+    const int32_t *chunks = decoder ? int32_table(&v_chunks, -1, "chunks", &chunk_length) : NULL;
+    if (!chunks) goto done;
+    /* the tables read without the GIL are copies: another thread cannot change them under the loop */
+    own_decoder = copy_ints(decoder, (size_t)decoder_length);
+    own_chunks = copy_ints(chunks, (size_t)chunk_length);
+    own_finals = malloc((size_t)v_finals.len + 1);
+    own_chunk_finals = malloc((size_t)v_chunk_finals.len + 1);
+    if (!own_decoder || !own_chunks || !own_finals || !own_chunk_finals) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(own_finals, v_finals.buf, (size_t)v_finals.len);
+    memcpy(own_chunk_finals, v_chunk_finals.buf, (size_t)v_chunk_finals.len);
+    decoder = own_decoder;
+    chunks = own_chunks;
+    int byte_level = decoder_length > 0;
+    if (atoms < 1 || atoms > 1 << 20 || decoder_length % 256 || chunk_length % (atoms + 1) ||
+        chunk_length / (atoms + 1) < 1 || chunk_length / (atoms + 1) > INT32_MAX / 4) {
+        PyErr_SetString(PyExc_ValueError, "chunk_product: the decoder or chunker table has the wrong size");
+        goto done;
+    }
+    int32_t chunk_states = (int32_t)(chunk_length / (atoms + 1));
+    int32_t decoder_states = byte_level ? (int32_t)(decoder_length / 256) : 1;
+    if (chunk_start < 0 || chunk_start >= chunk_states || v_chunk_finals.len != chunk_states) {
+        PyErr_SetString(PyExc_ValueError, "chunk_product: the chunker's start or finals do not fit its table");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < map_length; k++)
+        if (map[k] < -1 || map[k] >= (byte_level ? 256 : atoms)) {
+            PyErr_SetString(PyExc_ValueError, "chunk_product: symbol_map holds a byte or atom out of range");
+            goto done;
+        }
+    for (Py_ssize_t k = 0; k < decoder_length; k++) {
+        int32_t v = decoder[k];
+        if (v != DECODER_NO_ARC && (v >= decoder_states || (v < 0 && -1 - (int64_t)v >= atoms))) {
+            PyErr_SetString(PyExc_ValueError, "chunk_product: the decoder holds a state or atom out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t k = 0; k < chunk_length; k++)
+        if (chunks[k] < -1 || chunks[k] >= chunk_states) {
+            PyErr_SetString(PyExc_ValueError, "chunk_product: the chunker table holds a state out of range");
+            goto done;
+        }
+    if (rows_pack(transitions, map, map_length, &rows)) goto done;
+    Py_ssize_t n = rows.states;
+    if (start < 0 || start >= n || v_finals.len != n || n > INT32_MAX / 4) {
+        PyErr_SetString(PyExc_ValueError, "chunk_product: the start or finals do not fit the transitions");
+        goto done;
+    }
+    const uint8_t *pattern_final = own_finals, *chunk_final = own_chunk_finals;
+    x.limit = max_states;
+    x.chunk_states = chunk_states;
+    x.decoder_states = decoder_states;
+    int status = 0; /* 0, or NUMBER_LIMIT / NUMBER_NO_MEMORY */
+    int32_t product_start = 0;
+    Py_ssize_t states = 0;
+    Py_BEGIN_ALLOW_THREADS
+    int32_t first = product_number(&x, (int32_t)start, chunk_start, 0);
+    if (first < 0) status = first;
+    /* arcs: arc_from is the pattern arc index, or -1 for BOUNDARY */
+    for (size_t s = 0; !status && s < x.p.length; s++) { /* grows while we iterate */
+        int32_t p = x.p.data[s], c = x.c.data[s], d = x.d.data[s];
+        if (ints_push(&arc_start, (int32_t)arc_from.length)) {
+            status = NUMBER_NO_MEMORY;
+            break;
+        }
+        for (size_t e = rows.start[p]; e < rows.start[p + 1]; e++) {
+            int32_t nc = c, nd;
+            int32_t symbol = rows.symbol[e];
+            if (byte_level) {
+                int32_t v = decoder[(size_t)d * 256 + (size_t)symbol];
+                if (v == DECODER_NO_ARC) continue;
+                if (v >= 0) {
+                    nd = v;
+                } else {
+                    nc = chunks[(size_t)c * (size_t)(atoms + 1) + (size_t)(-1 - v)];
+                    nd = 0;
+                }
+            } else {
+                nc = chunks[(size_t)c * (size_t)(atoms + 1) + (size_t)symbol];
+                nd = 0;
+            }
+            if (nc < 0) continue;
+            int32_t t = product_number(&x, rows.target[e], nc, nd);
+            if (t < 0) {
+                status = t;
+                break;
+            }
+            if (ints_push(&arc_from, (int32_t)e) || ints_push(&arc_target, t)) {
+                status = NUMBER_NO_MEMORY;
+                break;
+            }
+        }
+        if (status) break;
+        int32_t after_cut = chunks[(size_t)c * (size_t)(atoms + 1) + (size_t)atoms];
+        if (d == 0 && after_cut >= 0) {
+            int32_t t = product_number(&x, p, after_cut, 0);
+            if (t < 0) {
+                status = t;
+                break;
+            }
+            if (ints_push(&arc_from, -1) || ints_push(&arc_target, t)) {
+                status = NUMBER_NO_MEMORY;
+                break;
+            }
+        }
+        if (d == 0 && pattern_final[p] && chunk_final[c] && ints_push(&finals, (int32_t)s)) status = NUMBER_NO_MEMORY;
+    }
+    states = (Py_ssize_t)arc_start.length;
+    if (!status && pattern_final[start] && !(finals.length && finals.data[0] == 0)) {
+        /* the empty text is zero chunks: a fresh start, a copy of state 0's row, accepts it */
+        product_start = (int32_t)states;
+        int32_t from = arc_start.data[0], to = states > 1 ? arc_start.data[1] : (int32_t)arc_from.length;
+        if (ints_push(&arc_start, (int32_t)arc_from.length) || ints_push(&finals, product_start)) status = NUMBER_NO_MEMORY;
+        for (int32_t a = from; !status && a < to; a++)
+            if (ints_push(&arc_from, arc_from.data[a]) || ints_push(&arc_target, arc_target.data[a])) status = NUMBER_NO_MEMORY;
+        states++;
+    }
+    if (!status && ints_push(&arc_start, (int32_t)arc_from.length)) status = NUMBER_NO_MEMORY;
+    if (!status && arc_from.length > (size_t)INT32_MAX) status = NUMBER_NO_MEMORY;
+    /* trim: accessible from the start, co-accessible to a final state (automata/trimming.py) */
+    if (!status) {
+        acc = calloc((size_t)states + 1, 1);
+        coacc = calloc((size_t)states + 1, 1);
+        new_id = malloc(((size_t)states + 1) * sizeof(int32_t));
+        if (!acc || !coacc || !new_id || ints_reserve(&order, (size_t)states + 1) ||
+            ints_reserve(&reverse_start, (size_t)states + 2) || ints_reserve(&reverse, arc_target.length + 1))
+            status = NUMBER_NO_MEMORY;
+    }
+    if (!status) {
+        acc[product_start] = 1;
+        order.data[order.length++] = product_start;
+        for (size_t k = 0; k < order.length; k++) {
+            int32_t s = order.data[k];
+            for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) {
+                int32_t t = arc_target.data[a];
+                if (!acc[t]) {
+                    acc[t] = 1;
+                    order.data[order.length++] = t;
+                }
+            }
+        }
+        /* reversed arcs, counted then placed */
+        int32_t *rs = reverse_start.data;
+        memset(rs, 0, ((size_t)states + 2) * sizeof(int32_t));
+        for (size_t a = 0; a < arc_target.length; a++) rs[arc_target.data[a] + 2]++;
+        for (Py_ssize_t s = 0; s < states; s++) rs[s + 2] += rs[s + 1];
+        for (Py_ssize_t s = 0; s < states; s++)
+            for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) reverse.data[rs[arc_target.data[a] + 1]++] = (int32_t)s;
+        order.length = 0;
+        for (size_t k = 0; k < finals.length; k++)
+            if (!coacc[finals.data[k]]) {
+                coacc[finals.data[k]] = 1;
+                order.data[order.length++] = finals.data[k];
+            }
+        for (size_t k = 0; k < order.length; k++) {
+            int32_t s = order.data[k];
+            for (int32_t a = rs[s]; a < rs[s + 1]; a++) {
+                int32_t p = reverse.data[a];
+                if (!coacc[p]) {
+                    coacc[p] = 1;
+                    order.data[order.length++] = p;
+                }
+            }
+        }
+        for (Py_ssize_t s = 0; s < states; s++) new_id[s] = acc[s] && coacc[s] ? kept++ : -1;
+    }
+    Py_END_ALLOW_THREADS
+    if (status == NUMBER_LIMIT) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    if (status) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!coacc[product_start]) {
+        result = Py_BuildValue("(Oii)", Py_None, 0, 0);
+        goto done;
+    }
+    target_object = calloc((size_t)kept + 1, sizeof(PyObject *));
+    PyObject *out_rows = target_object ? PyList_New(kept) : NULL, *out_finals = NULL;
+    if (!out_rows) {
+        if (!target_object) PyErr_NoMemory();
+        goto done;
+    }
+    for (int32_t k = 0; k < kept; k++)
+        if (!(target_object[k] = PyLong_FromLong(k))) goto fail;
+    for (Py_ssize_t s = 0; s < states; s++) {
+        if (new_id[s] < 0) continue;
+        PyObject *row = PyDict_New();
+        if (!row) goto fail;
+        PyList_SET_ITEM(out_rows, new_id[s], row);
+        for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) {
+            int32_t t = new_id[arc_target.data[a]];
+            if (t < 0) continue;
+            PyObject *key = arc_from.data[a] < 0 ? boundary : rows.key[arc_from.data[a]];
+            if (PyDict_SetItem(row, key, target_object[t])) goto fail;
+        }
+    }
+    out_finals = PyList_New(0);
+    if (!out_finals) goto fail;
+    for (size_t k = 0; k < finals.length; k++) {
+        int32_t t = new_id[finals.data[k]];
+        if (t >= 0 && PyList_Append(out_finals, target_object[t])) goto fail;
+    }
+    result = Py_BuildValue("(NiN)", out_rows, new_id[product_start], out_finals);
+    goto done;
+fail:
+    Py_XDECREF(out_rows);
+    Py_XDECREF(out_finals);
+done:
+    if (target_object) {
+        for (int32_t k = 0; k < kept; k++) Py_XDECREF(target_object[k]);
+        free(target_object);
+    }
+    free(own_decoder);
+    free(own_chunks);
+    free(own_finals);
+    free(own_chunk_finals);
+    free(acc);
+    free(coacc);
+    free(new_id);
+    free(x.table.keys);
+    free(x.table.values);
+    free(x.p.data);
+    free(x.c.data);
+    free(x.d.data);
+    free(arc_start.data);
+    free(arc_from.data);
+    free(arc_target.data);
+    free(finals.data);
+    free(order.data);
+    free(reverse.data);
+    free(reverse_start.data);
+    rows_free(&rows);
+    PyBuffer_Release(&v_finals);
+    PyBuffer_Release(&v_map);
+    PyBuffer_Release(&v_decoder);
+    PyBuffer_Release(&v_chunks);
+    PyBuffer_Release(&v_chunk_finals);
+    return result;
+}
+
+#endif

@@ -1,0 +1,428 @@
+"""Promotion's compiled loops (``src/core/promote.h``) against their pure twins, which are the specification.
+
+* ``TrieWalker.walk`` (the spelling trie walked against a pattern DFA from
+  every state) against :func:`bpefst.promotion.agnostic._rows_by_walks` and
+  the grouping of :func:`~bpefst.promotion.agnostic.walk_groups`: the same
+  rows and groups, in the same order, the same arc limit;
+* ``chunk_product`` (pattern x chunker x UTF-8 decoder, trimmed) against
+  :func:`bpefst.promotion.pretokenized._chunked_pattern`: the same DFA, state
+  numbers, row order and state limit;
+
+on random DFAs over random tries (hypothesis), on real patterns (an e-mail
+regex, a JSON schema) over a tokenizer trained on ``fixtures/corpus.txt``
+and, where ``../shared`` is present, GPT-2; the whole promotion compared
+with a process on the pure path; and hostile arguments: an exception, never
+a crash.  Each test skips with the reason when the extension is not built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from array import array
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bpefst
+from bpefst import native
+from bpefst.automata import DFA, trim
+from bpefst.bpe import MergeForest, build_canonical
+from bpefst.automata.errors import ArcLimitExceeded, StateLimitExceeded
+from bpefst.promotion import agnostic, pretokenized
+from bpefst.promotion.agnostic import SpellingTrie
+from bpefst.promotion.canonical import token_mask
+from bpefst.promotion.chunking import chunker_for
+from bpefst.promotion.pretokenized import BOUNDARY
+from bpefst.regex import alphabet_for, compile_regex
+from bpefst.regex.json_schema import schema_to_dfa
+from bpefst.tokenizer import PRESETS, load_tokenizer
+from conftest import require_shared
+from small_models import random_byte_model, random_char_model
+
+core = native.core
+pytestmark = pytest.mark.skipif(core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")
+
+ROOT = Path(__file__).resolve().parent.parent
+EMAIL = r"[a-z0-9._%+-]{1,12}@[a-z0-9-]{1,10}\.[a-z]{2,4}"
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"},
+                                           "tags": {"type": "array", "items": {"enum": ["a b", "c"]}, "maxItems": 2}},
+          "required": ["name", "age"], "additionalProperties": False}
+
+
+# ---------------------------------------------------------------- the walk
+def trie_of(spellings: dict[int, tuple[int, ...]]) -> SpellingTrie:
+    """A spelling trie as :meth:`SpellingTrie.from_model` builds it (tokens with equal spellings share a node)."""
+    children: list[dict[int, int]] = [{}]
+    ends: list[list[int]] = [[]]
+    for token in sorted(spellings):
+        node = 0
+        for symbol in spellings[token]:
+            nxt = children[node].get(symbol)
+            if nxt is None:
+                nxt = children[node][symbol] = len(children)
+                children.append({})
+                ends.append([])
+            node = nxt
+        ends[node].append(token)
+    return SpellingTrie(children, ends, dict(spellings))
+
+
+def pure_rows(transitions, trie, max_arcs=None):
+    return agnostic._rows_by_walks(transitions, trie, max_arcs)
+
+
+def native_rows(transitions, trie, max_arcs=None, groups=False, keep=None):
+    walker = trie.native_walker()
+    assert walker is not None
+    return agnostic._walk_natively(walker, transitions, max_arcs, groups, keep)
+
+
+def outcome(function, *args):
+    """What a call gives: its value, or the type and message of the limit it hits."""
+    try:
+        return ("value", function(*args))
+    except (ArcLimitExceeded, StateLimitExceeded) as error:
+        return (type(error).__name__, str(error))
+
+
+def ordered(rows):
+    """Rows with their order made visible (dict equality ignores it)."""
+    return [list(row.items()) for row in rows]
+
+
+def assert_same_walk(transitions, trie, max_arcs=None, keep=None):
+    """Rows, groups and groups without the tokens ``keep`` leaves out (on_demand's use), as the pure walk makes them."""
+    expected = outcome(pure_rows, transitions, trie, max_arcs)
+    found = outcome(native_rows, transitions, trie, max_arcs)
+    assert found[0] == expected[0]
+    if expected[0] != "value":
+        assert found == expected
+        assert outcome(native_rows, transitions, trie, max_arcs, True) == expected
+        return
+    assert ordered(found[1]) == ordered(expected[1])
+    groups = agnostic._groups_of_rows(expected[1])
+    assert native_rows(transitions, trie, max_arcs, True) == groups
+    if keep is not None:
+        assert native_rows(transitions, trie, max_arcs, True, keep) == agnostic._kept(groups, keep)
+
+
+SYMBOLS = [0, 1, 2, 7, 255, 300]
+spellings_strategy = st.dictionaries(st.integers(0, 2_000), st.lists(st.sampled_from(SYMBOLS), min_size=1, max_size=5).map(tuple),
+                                     min_size=1, max_size=40)
+
+
+@st.composite
+def dfas(draw, symbols=SYMBOLS + [9, 1 << 40]):
+    """Rows over some symbols of the trie, some it lacks and BOUNDARY's huge key, in a random insertion order."""
+    n = draw(st.integers(1, 12))
+    rows = []
+    for _ in range(n):
+        keys = draw(st.lists(st.sampled_from(symbols), unique=True, max_size=len(symbols)))
+        rows.append({k: draw(st.integers(0, n - 1)) for k in keys})
+    return rows
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spellings_strategy, dfas(), st.one_of(st.none(), st.integers(-1, 60)), st.integers(0, 6))
+def test_walk_matches_the_pure_walk(spellings, transitions, max_arcs, dropped) -> None:
+    keep = [(t * 7 + dropped) % 10 >= dropped for t in range(2_001)]  # none, or some of every token's neighbours
+    assert_same_walk(transitions, trie_of(spellings), max_arcs, keep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.integers(0, 70), st.integers(0, 100_000)), max_size=90), max_size=6))
+def test_token_masks_match_token_mask(lists) -> None:
+    assert core.token_masks(lists) == [token_mask(tokens) for tokens in lists]
+
+
+@pytest.mark.parametrize("lists", [None, [(1, 2)], [[1, -2]], [[1 << 30]], [["1"]], [[1.0]], ([1],)])
+def test_token_masks_refuse_what_is_not_tokens(lists) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        core.token_masks(lists)
+
+
+def test_walk_files_tokens_of_equal_spellings_in_order() -> None:
+    trie = trie_of({5: (1, 2), 9: (1, 2), 3: (1, 2), 4: (1,)})
+    rows = native_rows([{1: 1}, {2: 0, 1: 1}], trie)
+    assert ordered(rows) == [[(4, 1), (3, 0), (5, 0), (9, 0)]] * 2
+    assert_same_walk([{1: 1}, {2: 0, 1: 1}], trie)
+
+
+def test_walk_takes_the_smaller_side_as_the_pure_walk_does() -> None:
+    """A root with more children than a state has arcs iterates the state's row: its order, not the trie's."""
+    trie = trie_of({t: (s,) for t, s in enumerate([5, 4, 3, 2, 1])})
+    rows = [{1: 0, 3: 0, 5: 0}]
+    assert ordered(native_rows(rows, trie)) == [[(4, 0), (2, 0), (0, 0)]]
+    assert ordered(native_rows([{s: 0 for s in (2, 1, 3, 4, 5)}], trie)) == [[(t, 0) for t in range(5)]]
+    assert_same_walk(rows, trie)
+
+
+def test_states_with_equal_rows_walk_alike_and_only_equal_rows_do() -> None:
+    """The core walks a row once per batch; a row equal but for a key no spelling reads, or for the order of
+    its keys, is walked again (it may take the other side, or file its tokens in another order)."""
+    trie = trie_of({0: (1,), 1: (2,), 2: (1, 2), 3: (2, 1), 4: (3,)})
+    rows = [{1: 1, 2: 0}, {1: 1, 2: 0}, {2: 0, 1: 1}, {1: 1, 2: 0, BOUNDARY: 2}, {1: 1, 2: 0}, {1: 0, 2: 1}]
+    found = native_rows(rows, trie)
+    assert ordered(found) == ordered(pure_rows(rows, trie))
+    assert ordered(found)[0] == ordered(found)[1] == ordered(found)[4] != ordered(found)[2]
+    assert_same_walk(rows, trie)
+
+
+def test_walk_raises_the_pure_walks_arc_limit() -> None:
+    trie = trie_of({0: (1,), 1: (1, 1), 2: (1, 1, 1)})
+    rows = [{1: 1}, {1: 2}, {1: 0}]
+    assert sum(map(len, pure_rows(rows, trie))) == 9
+    assert len(native_rows(rows, trie, 9)) == 3
+    for limit in (-1, 0, 3, 8):
+        with pytest.raises(ArcLimitExceeded) as expected:
+            pure_rows(rows, trie, limit)
+        for groups in (False, True):
+            with pytest.raises(ArcLimitExceeded) as found:
+                native_rows(rows, trie, limit, groups)
+            assert str(found.value) == str(expected.value)
+
+
+def test_tries_the_core_cannot_take_stay_on_the_pure_walk() -> None:
+    assert trie_of({1: (1,), 2: (-3,)}).native_walker() is None  # a negative symbol
+    shared = SpellingTrie([{1: 1, 2: 2}, {}, {}], [[], [7], [7]])  # token 7 with two spellings
+    assert shared.native_walker() is None
+    backwards = SpellingTrie([{1: 2}, {}, {3: 1}], [[], [4], [5]])  # a child numbered before its parent
+    assert backwards.native_walker() is None
+    rows = [{1: 0, 2: 0, 3: 0}] * 300  # past the transform walk's size: token_rows walks state by state
+    assert agnostic.token_rows(DFA(rows, 0, frozenset({0}), check=False), shared) == pure_rows(rows, shared)
+
+
+# ---------------------------------------------------------------- the chunked pattern
+def pure_chunked(pattern, model, chunker, max_states=None):
+    values, decoder = pretokenized._symbol_values(model, chunker)
+    return pretokenized._chunked_pattern(pattern, pretokenized._symbol_stepper(values, decoder, chunker), chunker, max_states)
+
+
+def native_chunked(pattern, model, chunker, max_states=None):
+    values, decoder = pretokenized._symbol_values(model, chunker)
+    chunked = pretokenized._chunked_natively(pattern, values, decoder, chunker, max_states)
+    assert chunked is not None
+    return chunked
+
+
+def as_value(dfa: DFA):
+    return [list(row.items()) for row in dfa.transitions], dfa.start, dfa.finals
+
+
+def assert_same_chunked(pattern, model, preset, max_states=None):
+    chunker = chunker_for(preset)
+    expected = outcome(pure_chunked, pattern, model, chunker, max_states)
+    found = outcome(native_chunked, pattern, model, chunker, max_states)
+    if expected[0] == "value":
+        assert found[0] == "value" and as_value(found[1]) == as_value(expected[1])
+    else:
+        assert found == expected
+
+
+@lru_cache(maxsize=None)
+def byte_model(seed: int):
+    return random_byte_model(seed, alphabet="aé1 '\n中".encode(), num_merges=20, pattern=PRESETS["gpt2"])
+
+
+@lru_cache(maxsize=None)
+def char_model(seed: int):
+    return dataclasses.replace(random_char_model(seed, alphabet="ab1 '", suffix=None), pattern=PRESETS["gpt2"])
+
+
+@st.composite
+def byte_patterns(draw, model):
+    """Random DFAs over some of the model's base symbols (bytes of several UTF-8 lengths) and one symbol it lacks."""
+    symbols = sorted(model.base_ids)[:200:7] + sorted(model.base_ids)[-60:] + [model.max_id + 5]
+    n = draw(st.integers(1, 10))
+    rows = []
+    for _ in range(n):
+        keys = draw(st.lists(st.sampled_from(symbols), unique=True, max_size=12))
+        rows.append({k: draw(st.integers(0, n - 1)) for k in keys})
+    finals = draw(st.frozensets(st.integers(0, n - 1)))
+    return DFA(rows, draw(st.integers(0, n - 1)), finals, check=False)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from(["gpt2", "cl100k", "o200k"]), st.one_of(st.none(), st.integers(0, 40)))
+def test_chunked_pattern_matches_the_pure_product(data, preset, max_states) -> None:
+    model = byte_model(data.draw(st.integers(0, 2)))
+    assert_same_chunked(data.draw(byte_patterns(model)), model, preset, max_states)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.one_of(st.none(), st.integers(0, 40)))
+def test_chunked_pattern_of_a_character_model_matches_the_pure_product(data, max_states) -> None:
+    model = char_model(data.draw(st.integers(0, 2)))
+    assert_same_chunked(data.draw(byte_patterns(model)), model, "gpt2", max_states)
+
+
+def test_chunked_pattern_keeps_the_empty_text_off_the_chunkers_start() -> None:
+    """A pattern accepting the empty text gets a fresh start state (a copy of state 0's row), trimmed alike."""
+    model = byte_model(0)
+    a, space = model.token_to_id[b"a"], model.token_to_id[b" "]
+    pattern = DFA([{a: 1, space: 0}, {space: 0}], 0, frozenset({0, 1}), check=False)
+    expected = pure_chunked(pattern, model, chunker_for("gpt2"))
+    assert expected.start == len(expected.transitions) - 1
+    assert as_value(native_chunked(pattern, model, chunker_for("gpt2"))) == as_value(expected)
+    empty = DFA([{a: 0}], 0, frozenset(), check=False)
+    assert as_value(native_chunked(empty, model, chunker_for("gpt2"))) == as_value(DFA.empty_language())
+
+
+# ---------------------------------------------------------------- real patterns
+@pytest.fixture(scope="module")
+def small_tokenizer():
+    return bpefst.train(ROOT / "fixtures" / "corpus.txt", 400)
+
+
+def real_patterns(model):
+    alphabet = alphabet_for(model)
+    return {"e-mail": compile_regex(EMAIL, alphabet), "json schema": schema_to_dfa(SCHEMA, alphabet)}
+
+
+def assert_same_promotion_loops(model, patterns) -> None:
+    trie = SpellingTrie.from_model(model)
+    reachable = build_canonical(MergeForest.from_model(model)).reachable
+    chunker = chunker_for("gpt2")
+    for name, pattern in patterns.items():
+        pattern = trim(pattern)
+        chunked = pure_chunked(pattern, model, chunker)
+        assert as_value(native_chunked(pattern, model, chunker)) == as_value(chunked), name
+        assert any(BOUNDARY in row for row in chunked.transitions), name  # the matches are cut: the product matters
+        assert_same_walk(chunked.transitions, trie, keep=reachable)
+        assert_same_walk(pattern.transitions, trie, keep=reachable)
+
+
+def test_real_patterns_over_a_small_trained_tokenizer(small_tokenizer) -> None:
+    model = small_tokenizer.model
+    assert model.pattern == PRESETS["gpt2"]
+    assert_same_promotion_loops(model, real_patterns(model))
+
+
+def test_real_patterns_over_gpt2() -> None:
+    model = load_tokenizer(require_shared() / "gpt2" / "vocab.json")
+    assert_same_promotion_loops(model, real_patterns(model))
+
+
+PROMOTION_DIGEST = """
+import hashlib, json, sys
+import bpefst
+from bpefst import native
+tok = bpefst.train(sys.argv[1], 400)
+digest = hashlib.sha256()
+for kind, value in (("regex", sys.argv[2]), ("json_schema", json.loads(sys.argv[3]))):
+    lang = bpefst.promote(tok, **{kind: value})
+    dfa = lang.dfa()
+    digest.update(repr((dfa.start, sorted(dfa.finals), [sorted(row.items()) for row in dfa.transitions])).encode())
+    guide = lang.guide()
+    digest.update(repr(sorted(guide.allowed(guide.start))).encode())
+print(native.engine(), digest.hexdigest())
+"""
+
+
+def test_promotion_is_the_same_on_the_pure_path() -> None:
+    """The written-out DFA and the first row of the guide, from a process on each engine."""
+    outputs = {}
+    for pure in ("0", "1"):
+        env = dict(os.environ, BPEFST_PURE_PYTHON=pure, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+        done = subprocess.run([sys.executable, "-c", PROMOTION_DIGEST, str(ROOT / "fixtures" / "corpus.txt"), EMAIL,
+                               json.dumps(SCHEMA)], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        outputs[pure] = done.stdout.split()
+    assert outputs["0"][0] == "compiled" and outputs["1"][0] == "pure"
+    assert outputs["0"][1] == outputs["1"][1]
+
+
+# ---------------------------------------------------------------- hostile arguments
+def packed(*values) -> bytes:
+    return array("i", values).tobytes()
+
+
+GOOD_WALKER = dict(node_start=packed(0, 2, 2, 2), edge_symbol=packed(0, 1), edge_token=packed(5, -4),
+                   edge_child=packed(0, 0), end_start=packed(0, 0, 1, 3), end_token=packed(5, 6, 7),
+                   symbol_index=packed(-1, 0, 1), symbols=2)
+
+
+def test_a_well_formed_walker_walks() -> None:
+    walker = core.TrieWalker(**GOOD_WALKER)
+    assert [list(row.items()) for row in walker.walk([{1: 0, 2: 0}], -1, False)] == [[(5, 0), (6, 0), (7, 0)]]
+
+
+@pytest.mark.parametrize("change", [
+    dict(node_start=packed(0, 2, 2)), dict(node_start=packed(0, 2, 1, 2)), dict(node_start=packed(0, 2, 2, 3)),
+    dict(node_start=packed(0)), dict(node_start=b"\x00\x00\x00"), dict(edge_symbol=packed(0, 2)),
+    dict(edge_symbol=packed(1, 1)), dict(edge_symbol=packed(0, -1)), dict(edge_token=packed(5)),
+    dict(edge_token=packed(5, -9)), dict(edge_token=packed(1 << 27, -1)), dict(edge_child=packed(0, 5)),
+    dict(edge_child=packed(0, -1)), dict(node_start=packed(0, 1, 2, 2), edge_child=packed(1, 1)),
+    dict(edge_child=packed(1, 1)), dict(node_start=packed(0, 1, 2, 2), edge_child=packed(2, 1)),
+    dict(end_start=packed(0, 0, 1)), dict(end_start=packed(0, 2, 1, 3)), dict(end_token=packed(5, 6, -7)),
+    dict(symbol_index=packed(-1, 0, 2)), dict(symbol_index=packed(-2)), dict(symbols=-1), dict(symbols="2"),
+    dict(end_token="not bytes"),
+])
+def test_a_walker_refuses_tables_that_lie(change) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        core.TrieWalker(**{**GOOD_WALKER, **change})
+
+
+@pytest.mark.parametrize("transitions", [
+    None, ({1: 0},), [{1: 0}, "row"], [{1: 1}], [{1: -1}], [{1: "0"}], [{1: 1 << 70}], [{2: 0.5}],
+])
+def test_a_walk_refuses_rows_that_lie(transitions) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        core.TrieWalker(**GOOD_WALKER).walk(transitions, -1, False)
+
+
+def test_a_walk_ignores_keys_no_spelling_reads() -> None:
+    walker = core.TrieWalker(**GOOD_WALKER)
+    assert walker.walk([{"x": 7, 1 << 80: 9, -4: 0, 2.5: 0}], -1, True) == []
+    with pytest.raises(TypeError):
+        walker.walk([{}], "many", False)
+    with pytest.raises(RuntimeError):
+        core.TrieWalker.__new__(core.TrieWalker).walk([{}], -1, False)
+    with pytest.raises(RuntimeError):
+        walker.__init__(**GOOD_WALKER)
+    with pytest.raises(ValueError):
+        walker.walk([{1: 0}], -1, True, bytes(7))  # a flag short of the largest token
+    with pytest.raises(TypeError):
+        walker.walk([{1: 0}], -1, True, [1] * 8)
+    assert walker.walk([{1: 0, 2: 0}], -1, True, bytes([0] * 6 + [1, 0])) == [([6], {0: 0})]
+
+
+def chunk_arguments(**change):
+    """A two-state pattern over bytes 'a' and a 2-byte character, the gpt2 chunker and its decoder."""
+    preset = "gpt2"
+    decoder, chunks = native.chunker_tables(pretokenized.utf8_decoder(preset), chunker_for(preset).dfa.transitions,
+                                            chunker_for(preset).boundary)
+    chunker = chunker_for(preset)
+    arguments = dict(transitions=[{10: 1, 11: 1, 12: 0}, {10: 0}], start=0, finals=bytes([0, 1]),
+                     symbol_map=packed(*[-1] * 10, ord("a"), 0xC3, 0xA9), decoder=decoder, chunks=chunks,
+                     atoms=chunker.boundary, chunk_start=chunker.dfa.start,
+                     chunk_finals=bytes(c in chunker.dfa.finals for c in range(len(chunker.dfa.transitions))),
+                     boundary=BOUNDARY, max_states=-1)
+    arguments.update(change)
+    return list(arguments.values())
+
+
+def test_a_well_formed_chunk_product_runs() -> None:
+    rows, start, finals = core.chunk_product(*chunk_arguments())
+    assert rows and 0 <= start < len(rows) and finals
+    assert core.chunk_product(*chunk_arguments(max_states=1)) is None
+
+
+@pytest.mark.parametrize("change", [
+    dict(transitions=[{10: 2}, {10: 0}]), dict(transitions=[{10: None}, {}]), dict(transitions="rows"),
+    dict(transitions=[]), dict(start=2), dict(start=-1), dict(finals=bytes(3)), dict(symbol_map=packed(300)),
+    dict(symbol_map=packed(-2)), dict(symbol_map=b"\x01"), dict(decoder=packed(7) * 255),
+    dict(decoder=packed(10_000) * 256), dict(decoder=packed(-100) * 256), dict(chunks=packed(0) * 7),
+    dict(chunks=packed(99) * 15), dict(atoms=0), dict(atoms=-4), dict(chunk_start=1 << 20),
+    dict(chunk_finals=b"\x01"), dict(max_states="many"),
+])
+def test_a_chunk_product_refuses_arguments_that_lie(change) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        core.chunk_product(*chunk_arguments(**change))
