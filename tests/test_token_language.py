@@ -224,3 +224,20 @@ def test_step_before_any_row_agrees_with_the_row(seed, pattern):
     for state, arcs in stepped.items():
         assert {t: r for t, r in arcs.items() if r is not None} == lazy.row(state)
     assert guided_sequences(GuidedAutomaton(lazy)) == encodings(m, pattern)
+
+
+def test_the_collector_is_left_as_it_was():
+    """Stages build with the cyclic collector paused; promote() leaves it as it found it, refusals too."""
+    import gc
+
+    m = model(0)
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            bpefst.promote(m, CUT).guide()
+            assert gc.isenabled() is enabled
+            with pytest.raises(bpefst.BpefstError):
+                bpefst.promote(m, CUT, mode="canonical-direct")  # refused while its stage builds
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()

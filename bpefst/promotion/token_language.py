@@ -30,9 +30,11 @@ written-out view).
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections import Counter, OrderedDict
+from contextlib import contextmanager
 from typing import Sequence
 
 from ..automata import DFA, minimize
@@ -90,7 +92,8 @@ class TokenLanguage:
     def _stage(self, name: str, build):
         """Run one stage of the build, counted in ``built`` and timed in ``timings``."""
         started = time.perf_counter()
-        result = build()
+        with _collector_paused():
+            result = build()
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
         self.built[name] += 1
         return result
@@ -241,6 +244,25 @@ class TokenLanguage:
         language.built, language.timings, language.parts = Counter(), {}, None
         language._views, language._guides = {"dfa": dfa}, OrderedDict()
         return language
+
+
+@contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off while a stage builds, as it was after.
+
+    A build makes hundreds of thousands of lists, dicts and tuples that hold
+    no cycles, and each burst of them triggers collections that re-scan every
+    tracked object of the process (the tokenizer's trie among them): measured
+    30-50% of a JSON schema's set-up over GPT-2.  Reference counting frees
+    everything as before; only cycles wait for the next collection.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _parts_for(model: BPEModel, automaton, cache: PartsCache | None) -> TokenizerParts:
