@@ -97,6 +97,22 @@ def ordered(rows):
     return [list(row.items()) for row in rows]
 
 
+def _groups_of_rows(rows):
+    """Each row's tokens grouped by target, one group per (state, target): the lattice without shared groups."""
+    groups = []
+    for q, row in enumerate(rows):
+        by_target = {}
+        for t, r in row.items():
+            by_target.setdefault(r, []).append(t)
+        groups.extend((tokens, {q: r}) for r, tokens in by_target.items())
+    return groups
+
+
+def regroup(groups):
+    """The arcs (q, token, r) of a list of groups, as a set."""
+    return {(q, t, r) for tokens, pairs in groups for q, r in pairs.items() for t in tokens}
+
+
 def assert_same_walk(transitions, trie, max_arcs=None, keep=None):
     """Rows, groups and groups without the tokens ``keep`` leaves out (on_demand's use), as the pure walk makes them."""
     expected = outcome(pure_rows, transitions, trie, max_arcs)
@@ -107,8 +123,9 @@ def assert_same_walk(transitions, trie, max_arcs=None, keep=None):
         assert outcome(native_rows, transitions, trie, max_arcs, True) == expected
         return
     assert ordered(found[1]) == ordered(expected[1])
-    groups = agnostic._groups_of_rows(expected[1])
+    groups = agnostic._groups_by_walks(transitions, trie, max_arcs)
     assert native_rows(transitions, trie, max_arcs, True) == groups
+    assert regroup(groups) == regroup(_groups_of_rows(expected[1]))  # the same lattice as one group per row target
     if keep is not None:
         assert native_rows(transitions, trie, max_arcs, True, keep) == agnostic._kept(groups, keep)
 
@@ -134,6 +151,28 @@ def dfas(draw, symbols=SYMBOLS + [9, 1 << 40]):
 def test_walk_matches_the_pure_walk(spellings, transitions, max_arcs, dropped) -> None:
     keep = [(t * 7 + dropped) % 10 >= dropped for t in range(2_001)]  # none, or some of every token's neighbours
     assert_same_walk(transitions, trie_of(spellings), max_arcs, keep)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spellings_strategy, dfas(), st.lists(st.tuples(st.integers(0, 11), st.booleans()), max_size=8),
+       st.one_of(st.none(), st.integers(0, 80)))
+def test_states_with_repeated_rows_share_groups(spellings, transitions, copies, max_arcs) -> None:
+    """Rows repeated (in the same order, or reordered: then not the same row for the walk): the shared
+    groups of both walks are equal, and they are the lattice of one group per row and target."""
+    transitions = [dict(row) for row in transitions]
+    for source, reorder in copies:
+        row = transitions[source % len(transitions)]
+        transitions.append(dict(reversed(row.items())) if reorder else dict(row))
+    assert_same_walk(transitions, trie_of(spellings), max_arcs)
+
+
+def test_a_repeated_row_joins_the_groups_of_the_first() -> None:
+    trie = trie_of({1: (1,), 2: (1, 2), 3: (2,)})
+    transitions = [{1: 1, 2: 0}, {2: 1}, {1: 1, 2: 0}, {2: 0, 1: 1}]  # state 2 repeats state 0; 3 is reordered
+    groups = native_rows(transitions, trie, None, True)
+    assert groups == agnostic._groups_by_walks(transitions, trie)
+    assert [pairs for _, pairs in groups if 0 in pairs] == [{0: 1, 2: 1}, {0: 0, 2: 0}]
+    assert all(3 not in pairs or len(pairs) == 1 for _, pairs in groups)
 
 
 @settings(max_examples=200, deadline=None)

@@ -40,6 +40,7 @@ class SpellingTrie:
     _chain_lists: list[list[tuple[int, tuple[int, ...], int, int, int]]] | None = field(default=None, init=False, repr=False, compare=False)
     _subtrees: Subtrees | None = field(default=None, init=False, repr=False, compare=False)
     _walks: int = field(default=0, init=False, repr=False, compare=False)
+    _symbols: frozenset[int] | None = field(default=None, init=False, repr=False, compare=False)
     _walker: object = field(default=None, init=False, repr=False, compare=False)
     _walker_packed: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -101,6 +102,12 @@ class SpellingTrie:
         if self._chain_lists is None:
             self.chains()
         return self._chain_lists
+
+    def symbols(self) -> frozenset[int]:
+        """Every symbol some token spells (what a walk can read); found once."""
+        if self._symbols is None:
+            self._symbols = frozenset(s for kids in self.children for s in kids)
+        return self._symbols
 
     def subtrees(self) -> Subtrees:
         """The index of large subtrees (:mod:`.subtrees`) for filing tokens in bulk; built once."""
@@ -485,7 +492,7 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     walker = trie.native_walker()
     if walker is not None:
         return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep)
-    return _kept(_groups_of_rows(_rows_by_walks(transitions, trie, max_arcs)), keep)
+    return _kept(_groups_by_walks(transitions, trie, max_arcs), keep)
 
 
 def _kept(groups: list[tuple[list[int], dict[int, int]]], keep) -> list[tuple[list[int], dict[int, int]]]:
@@ -495,12 +502,33 @@ def _kept(groups: list[tuple[list[int], dict[int, int]]], keep) -> list[tuple[li
     return [(kept, pairs) for tokens, pairs in groups if (kept := [t for t in tokens if keep[t]])]
 
 
-def _groups_of_rows(rows: list[dict[int, int]]) -> list[tuple[list[int], dict[int, int]]]:
-    """Each row's tokens grouped by target, targets in order of first appearance (the groups of ``TrieWalker.walk``)."""
-    groups = []
-    for q, row in enumerate(rows):
-        by_target: dict[int, list[int]] = {}
-        for t, r in row.items():
-            by_target.setdefault(r, []).append(t)
-        groups.extend((tokens, {q: r}) for r, tokens in by_target.items())
+def _groups_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_arcs: int | None = None
+                     ) -> list[tuple[list[int], dict[int, int]]]:
+    """Each state's row walked (:func:`_walk`) and grouped by target, targets in order of first appearance;
+    a state whose row reads the same symbols to the same targets as an earlier state's (in the same order,
+    and with as many arcs in all) is not walked again but joins that state's groups as one more source: the
+    groups of ``TrieWalker.walk``.  JSON Schemas' chunked patterns repeat rows (a third are distinct), and
+    a shared group is one list of tokens instead of one per state."""
+    steps, symbols = trie.steps(), trie.symbols()
+    groups: list[tuple[list[int], dict[int, int]]] = []
+    first_of: dict[tuple, tuple[int, int, int, int]] = {}  # row -> (state, its first group, its last, its arcs)
+    arcs = 0
+    for q, row in enumerate(transitions):
+        key = (len(row), tuple((s, r) for s, r in row.items() if s in symbols))
+        earlier = first_of.get(key)
+        if earlier is not None:
+            state, first, last, count = earlier
+            for g in range(first, last):
+                pairs = groups[g][1]
+                pairs[q] = pairs[state]
+        else:
+            by_target: dict[int, list[int]] = {}
+            walked = _walk(transitions, steps, q, trie.tokens)
+            for t, r in walked.items():
+                by_target.setdefault(r, []).append(t)
+            first, count = len(groups), len(walked)
+            groups.extend((tokens, {q: r}) for r, tokens in by_target.items())
+            first_of[key] = (q, first, len(groups), count)
+        arcs += count
+        _check_arcs(arcs, max_arcs)
     return groups

@@ -442,12 +442,14 @@ static int rows_equal(const Rows *rows, int32_t a, int32_t b) {
            memcmp(rows->target + from_a, rows->target + from_b, count * sizeof(int32_t)) == 0;
 }
 
-/* The index in this batch of an earlier state with q's row, or -1. */
-static int32_t row_memo_find(const RowMemo *m, const Rows *rows, int32_t q, int32_t batch) {
+/* The index in this batch of an earlier state with q's row (that state in *state), or -1. */
+static int32_t row_memo_find(const RowMemo *m, const Rows *rows, int32_t q, int32_t batch, int32_t *state) {
     uint32_t hash = row_hash(rows, q);
     for (size_t slot = hash & m->mask; m->slots[slot].batch; slot = (slot + 1) & m->mask)
-        if (m->slots[slot].batch == batch && m->slots[slot].hash == hash && rows_equal(rows, m->slots[slot].state, q))
+        if (m->slots[slot].batch == batch && m->slots[slot].hash == hash && rows_equal(rows, m->slots[slot].state, q)) {
+            *state = m->slots[slot].state;
             return m->slots[slot].index;
+        }
     return -1;
 }
 
@@ -585,9 +587,25 @@ static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObje
     return status;
 }
 
+/* The groups out[first:last] (of state `earlier`) are also taken from state `q`, to the same targets. */
+static int join_groups(PyObject *out, Py_ssize_t first, Py_ssize_t last, PyObject *earlier, PyObject *q) {
+    for (Py_ssize_t g = first; g < last; g++) {
+        PyObject *pairs = PyTuple_GET_ITEM(PyList_GET_ITEM(out, g), 1);
+        PyObject *target = PyDict_GetItemWithError(pairs, earlier);
+        if (!target) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "walk: a shared group lost its source");
+            return -1;
+        }
+        if (PyDict_SetItem(pairs, q, target)) return -1;
+    }
+    return 0;
+}
+
 /* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
  * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
- * out the tokens whose byte is 0). */
+ * out the tokens whose byte is 0).  Groups: a state whose row equals an earlier state's (in order, size
+ * included) is not walked; it joins the earlier state's groups as one more source (walk_groups' pure twin
+ * in bpefst/promotion/agnostic.py does the same). */
 static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     PyObject *transitions, *keep_object = Py_None;
     long long max_arcs;
@@ -624,9 +642,11 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     Ints found = {0}, stack = {0}, scratch = {0}, ends = {0};
     PyObject **target_object = calloc((size_t)n + 1, sizeof(PyObject *));
     int32_t *group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    Py_ssize_t *group_first = malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), *group_last = malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    long long *arc_count = malloc(((size_t)n + 1) * sizeof(long long));
     PyObject *out = PyList_New(0), *result = NULL;
     if (!out) goto done;
-    if (lookup_init(&lookup, &rows, w->symbols) || !target_object || !group_of) {
+    if (lookup_init(&lookup, &rows, w->symbols) || !target_object || !group_of || !group_first || !group_last || !arc_count) {
         PyErr_NoMemory();
         goto done;
     }
@@ -649,9 +669,14 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         batch++;
         Py_BEGIN_ALLOW_THREADS
         for (; q < n && found.length < 2 * WALK_BATCH; q++) {
-            int32_t same = row_memo_find(&memo, &rows, (int32_t)q, batch);
+            /* groups: a state whose row equals any earlier state's shares that state's groups (its source
+             * joins their pairs), so the memo spans every batch; rows: one dict per state, from this batch */
+            int32_t same_state = -1, same = row_memo_find(&memo, &rows, (int32_t)q, groups ? 1 : batch, &same_state);
             int32_t from, to;
-            if (same >= 0) {
+            if (same >= 0 && groups) {
+                from = -1 - same_state;
+                to = 0;
+            } else if (same >= 0) {
                 from = ends.data[2 * same];
                 to = ends.data[2 * same + 1];
             } else {
@@ -661,7 +686,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
                     break;
                 }
                 to = (int32_t)(found.length / 2);
-                row_memo_add(&memo, &rows, (int32_t)q, (int32_t)(q - first), batch);
+                row_memo_add(&memo, &rows, (int32_t)q, (int32_t)(q - first), groups ? 1 : batch);
             }
             if (ints_push(&ends, from) || ints_push(&ends, to)) {
                 failed = 1;
@@ -674,13 +699,31 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
             goto done;
         }
         for (Py_ssize_t k = 0; 2 * k < (Py_ssize_t)ends.length; k++) {
+            Py_ssize_t q_k = first + k;
+            if (ends.data[2 * k] < 0) { /* groups of an earlier state with the same row: q_k joins them */
+                int32_t same_state = -1 - ends.data[2 * k];
+                arc_count[q_k] = arc_count[same_state];
+                arcs += arc_count[q_k];
+                if (max_arcs >= 0 && arcs > max_arcs) {
+                    result = Py_None;
+                    Py_INCREF(result);
+                    goto done;
+                }
+                group_first[q_k] = group_last[q_k] = 0;
+                if (join_groups(out, group_first[same_state], group_last[same_state], target_object[same_state],
+                                target_object[q_k]))
+                    goto done;
+                continue;
+            }
             size_t from = (size_t)ends.data[2 * k], to = (size_t)ends.data[2 * k + 1];
+            arc_count[q_k] = (long long)(to - from);
             arcs += (long long)(to - from);
             if (max_arcs >= 0 && arcs > max_arcs) {
                 result = Py_None;
                 Py_INCREF(result);
                 goto done;
             }
+            group_first[q_k] = PyList_GET_SIZE(out);
             /* the objects made here hold only ints: no collection is needed while they are made (the GIL is
              * held and no Python code runs, so no other thread sees the collector off) */
             int collecting = PyGC_Disable();
@@ -688,6 +731,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
                                           out, groups, keep, group_of, &scratch);
             if (collecting) PyGC_Enable();
             if (failed_emit) goto done;
+            group_last[q_k] = PyList_GET_SIZE(out);
         }
     }
     result = out;
@@ -698,6 +742,7 @@ done:
         for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(target_object[q]);
     free(target_object);
     free(group_of);
+    free(group_first), free(group_last), free(arc_count);
     free(lookup.dense);
     free(lookup.sorted);
     free(memo.slots);
