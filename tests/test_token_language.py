@@ -241,3 +241,23 @@ def test_the_collector_is_left_as_it_was():
             assert gc.isenabled() is enabled
         finally:
             gc.enable()
+
+
+@pytest.mark.parametrize("pattern", [CUT, WHOLE])
+def test_a_language_is_freed_without_the_cyclic_collector(pattern):
+    """No reference cycle in a language, its product or its guide: dropped, they are freed at once, so a
+    process promoting schema after schema does not wait for a full collection to get its memory back."""
+    from bpefst.decoding import allocate_token_bitmask
+
+    pytest.importorskip("numpy")
+    m = model(2)
+    gc.disable()
+    try:
+        language = bpefst.promote(m, pattern)
+        guide = language.guide()
+        guide.fill_next_token_bitmasks([guide.start], allocate_token_bitmask(1, m.max_id + 1))
+        refs = [weakref.ref(x) for x in (language, guide, language.on_demand())]
+        del language, guide
+        assert [r() for r in refs] == [None, None, None]
+    finally:
+        gc.enable()

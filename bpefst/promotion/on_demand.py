@@ -90,7 +90,7 @@ class OnDemandCanonical:
         self._rows: list[dict[int, int] | None] = []
         self.start_q = start
         self.start = self._number(frozenset({(start, CHUNK_START)})) if (self.good[start] or start in self.finals_q) else None
-        self.finals = _Finals(self)
+        self.finals = _Finals(self._states, self.finals_q)
 
     # -- liveness kept (bpefst.promotion.guide_cache writes it to disk) -----------------------------
     def liveness(self) -> dict:
@@ -118,7 +118,7 @@ class OnDemandCanonical:
         return k
 
     def is_final(self, state: int) -> bool:
-        return any(q in self.finals_q for q, _ in self._states[state])
+        return state in self.finals
 
     @property
     def num_states(self) -> int:
@@ -258,13 +258,18 @@ class OnDemandCanonical:
 
 
 class _Finals:
-    """``state in finals`` for an :class:`OnDemandCanonical`."""
+    """``state in finals`` for an :class:`OnDemandCanonical`: a state is final when one of its configurations'
+    lattice states is.  It holds the product's state list, not the product: no reference cycle, so a product
+    is freed as soon as its last user lets go, not at the next full collection."""
 
-    def __init__(self, owner: OnDemandCanonical):
-        self.owner = owner
+    def __init__(self, states: list[frozenset], finals_q):
+        self.states, self.finals_q = states, finals_q
 
     def __contains__(self, state) -> bool:
-        return isinstance(state, int) and 0 <= state < len(self.owner._states) and self.owner.is_final(state)
+        if not (isinstance(state, int) and 0 <= state < len(self.states)):
+            return False
+        finals_q = self.finals_q
+        return any(q in finals_q for q, _ in self.states[state])
 
 
 class _Liveness:
@@ -282,10 +287,7 @@ class _Liveness:
         for r, after in enumerate(cut):
             if after is not None:
                 self.cut_preds[after].append(r)
-        if isinstance(automaton, ExplicitCanonical):
-            self.settle = self._settle_explicit
-        else:
-            self.settle = self._settle_implicit
+        self._explicit = isinstance(automaton, ExplicitCanonical)
         self._witnesses: dict[int, tuple[int, list[int]]] = {}
         self._class_answers: dict[tuple[int, int], object] = {}
         self._class_sizes: dict[int, int] = {}
@@ -352,6 +354,10 @@ class _Liveness:
         if not self.is_open[q]:
             self.dirty.add(q)
         return not before
+
+    def settle(self, pending: list[int], r: int) -> list[int]:
+        """The tokens of ``pending`` that some token of ``good[r]`` may follow (by A_BPE's encoding)."""
+        return self._settle_explicit(pending, r) if self._explicit else self._settle_implicit(pending, r)
 
     def _settle_explicit(self, pending: list[int], r: int) -> list[int]:
         """The tokens of ``pending`` that some token of ``good[r]`` may follow.
