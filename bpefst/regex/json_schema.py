@@ -110,7 +110,8 @@ DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recur
 NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
-MAX_SIZE = 2_000_000  # NFA states the translation may build before refusing (before any automaton is built)
+MAX_SIZE = 50_000_000  # bound on the states the graph describes, checked before anything is built (the builder
+                       # then counts the states and arcs it makes, json_schema_automaton.MAX_ARCS and max_states)
 
 # One character of a JSON string: anything but '"', '\' and controls, or an escape;
 # \u escapes of surrogates are left out (a pair would be two escapes but one character).
@@ -184,7 +185,7 @@ def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0,
     try:
         return build_dfa(node, alphabet if alphabet is not None else ByteAlphabet(), max_states, translator.where)
     except BuildLimit as exc:
-        raise SchemaError(exc.pointer, f"the automaton grows past its limit ({exc.error}); lower max_depth "
+        raise SchemaError(exc.pointer, f"{exc.error} here; lower max_depth "
                                        f"(now {max_depth}) or bound the schema") from None
 
 
@@ -465,7 +466,11 @@ class _Translator:
             if "format" in schema:
                 return seq(Lit('"'), _leaf(FORMATS[schema["format"]]), Lit('"'))
             return seq(Lit('"'), _leaf(_string_pattern(schema["pattern"], _pointer(pointer, "pattern"))), Lit('"'))
-        return seq(Lit('"'), _leaf(f"{char}{_repeat(low, high)}"), Lit('"'))
+        if high is None:
+            return seq(Lit('"'), _leaf(f"{char}{_repeat(low, high)}"), Lit('"'))
+        # bounded: one cached character automaton repeated by the builder (a long bound compiled as regex text
+        # would build every copy through an NFA first; here each copy is grafted, and the limits count them)
+        return seq(Lit('"'), Rep(_leaf(char), low, high), Lit('"'))
 
     def type_integer(self, schema: dict, pointer: str, refs) -> Node:
         low, high = _bounds(_draft4_bounds(schema), pointer, integer=True)
@@ -743,6 +748,8 @@ def _digits_range(low: str, high: str) -> str:
         return ""
     if low == high:
         return low
+    if low.count("0") == len(low) and high.count("9") == len(high):  # every digit string: no recursion
+        return "[0-9]" + (f"{{{len(low)}}}" if len(low) > 1 else "")
     a, b = low[0], high[0]
     if a == b:
         return a + _digits_range(low[1:], high[1:])

@@ -52,7 +52,8 @@ from .syntax import parse
 LEAF_CACHE = 256  # compiled leaves kept between translations (least recently used dropped first)
 BUILT_CACHE = 32  # ready-made automata kept between translations (any value, per depth and whitespace)
 SHARE_AT = 24  # (NFA route) a node used more than once is compiled once when it builds at least this many states
-MAX_ARCS = 3_000_000  # arcs one translation may write (with the states, what bounds its memory: ~50 bytes an arc)
+MAX_ARCS = 600_000  # arcs one translation may write: with the states and the minimization, about 200 MB at most
+FALLBACK_SIZE = 2_000_000  # NFA states the older route (one NFA, determinized) may be given
 
 _first, _second = itemgetter(0), itemgetter(1)
 _leaves: OrderedDict[tuple, DFA] = OrderedDict()
@@ -143,7 +144,10 @@ def raw_dfa(node: Node, alphabet: Alphabet, max_states: int | None = None, where
         pass
     except (StateLimitExceeded, ArcLimitExceeded) as exc:
         raise BuildLimit(direct.pointer(), exc) from None
+    pointer = direct.pointer()
     del direct
+    if node.size > FALLBACK_SIZE:
+        raise BuildLimit(pointer, StateLimitExceeded("the schema's automaton (built as one NFA)", FALLBACK_SIZE))
     try:
         dfa = _Builder(node, alphabet, max_states).dfa(node)
     except (StateLimitExceeded, ArcLimitExceeded) as exc:
@@ -171,7 +175,9 @@ class _Direct:
         self.alphabet = alphabet
         self.max_states = max_states
         self.where = where  # id(node) -> pointer, for the message of a limit
-        self.stack: list[str] = []  # pointers of the nodes being built, innermost last
+        self.stack: list[str] = [""]  # pointers of the nodes being built, innermost last
+        self.made_by: Counter = Counter()  # pointer -> states and arcs made while it was the innermost schema
+        self.failed_at = ""
         self.rows: list[dict[int, int]] = []
         self.finals = bytearray()
         self.arcs = 0
@@ -185,17 +191,24 @@ class _Direct:
         self.copied: dict[int, tuple[list, list]] = {}  # state -> (the copied state's piece profile, the copy's ids)
 
     def pointer(self) -> str:
-        return self.stack[-1] if self.stack else ""
+        """Where a limit was hit: the innermost schema being built then, or (at the top) the one that made the
+        most states and arcs."""
+        if self.failed_at:
+            return self.failed_at
+        return max(self.made_by, key=self.made_by.__getitem__) if self.made_by else ""
 
     # -- the table ---------------------------------------------------------------------------
     def new(self, row: dict[int, int], final: bool = False) -> int:
         self.rows.append(row)
         self.finals.append(final)
         self.arcs += len(row)
+        self.made_by[self.stack[-1]] += len(row) + 1
         count = len(self.rows)
         if self.max_states is not None and count > self.max_states:
+            self.failed_at = self.stack[-1]
             raise StateLimitExceeded("the schema's automaton", self.max_states)
         if self.arcs > MAX_ARCS:
+            self.failed_at = self.stack[-1]
             raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
         return count - 1
 
@@ -294,6 +307,7 @@ class _Direct:
             row, final = dict(self.rows[joined]), self.finals[joined]
         self.rows[state] = row
         self.arcs += len(row)
+        self.made_by[self.stack[-1]] += len(row)
         self.finals[state] = final
         self.unfinished.discard(state)
         for q in self.waiting.pop(state):
@@ -377,6 +391,7 @@ class _Direct:
         row, more = self.rows[q], self.rows[k]
         self.finals[q] = self.finals[k]
         self.arcs += len(more)
+        self.made_by[self.stack[-1]] += len(more)
         for symbol, target in more.items():
             mine = row.get(symbol)
             row[symbol] = target if mine is None or mine == target else self.union([mine, target])
@@ -417,7 +432,9 @@ class _Direct:
                 row[symbol] = target
             rows[state] = row
             self.arcs += len(row)
+            self.made_by[self.stack[-1]] += len(row)
             if self.arcs > MAX_ARCS:
+                self.failed_at = self.stack[-1]
                 raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
             finals[state] = final
         return first
