@@ -270,6 +270,8 @@ class _Translator:
         if isinstance(schema, (dict, list)):
             self.memo[key] = (schema, node)
             self.where.setdefault(id(node), pointer)
+            for part in getattr(node, "parts", ()):  # a sequence's parts may be spliced into the parent's sequence
+                self.where.setdefault(id(part), pointer)
         return node
 
     def _value(self, schema, pointer: str, refs: tuple) -> Node:

@@ -15,7 +15,9 @@ construction:
   automaton) likewise;
 * a DFA is put in front of a continuation by copying it: a final state
   without arcs *is* the continuation (arcs into it go there), a final state
-  with arcs (a number, which may go on) also takes the continuation's arcs;
+  with arcs (a number, which may go on) also takes the continuation's arcs
+  (they must read other symbols; where they do not, as whitespace around
+  whitespace, the older route below builds the graph);
 * a union starts in a state whose arcs are the union of the branches'; where
   two branches read the same symbol (two objects, two strings) the targets
   are joined the same way, a subset construction confined to where the
@@ -28,8 +30,8 @@ construction:
   then the loop of extra members; linear in the members;
 * a node built twice in front of the same state is built once.
 
-Where a loop's part can be empty or collides with what follows the loop
-(nothing the translator writes, but the graph allows it), the whole graph is
+Where a loop's part can be empty, or a copied final state and its
+continuation read the same symbol (``whitespace > 0``), the whole graph is
 built the older way instead: one NFA, determinized.  Both ways count states
 and arcs as they go and stop with :class:`StateLimitExceeded` /
 :class:`ArcLimitExceeded` (the translator names the JSON pointer being built).
@@ -389,12 +391,14 @@ class _Direct:
             self.unfinished.add(q)
             return
         row, more = self.rows[q], self.rows[k]
+        if not row.keys().isdisjoint(more):
+            # the copy may go on where the continuation starts (whitespace after a nullable whitespace leaf):
+            # the joined arcs would need the other copied states' joined arcs first, so the NFA route builds it
+            raise _NotDirect()
         self.finals[q] = self.finals[k]
         self.arcs += len(more)
         self.made_by[self.stack[-1]] += len(more)
-        for symbol, target in more.items():
-            mine = row.get(symbol)
-            row[symbol] = target if mine is None or mine == target else self.union([mine, target])
+        row.update(more)
 
     def union(self, states) -> int | None:
         """A state whose language is the union of the states' (a subset construction where they overlap)."""
