@@ -352,7 +352,7 @@ class _Translator:
         """A quoted member name other than the ``listed`` ones, spelled as json.dumps spells it."""
         names = tuple(listed)
         return Built(("names", names), lambda alphabet: other_names_dfa(list(names), alphabet),
-                     Leaf(other_names(list(names)), size=0), 2 * sum(len(n) + 2 for n in names) + 16)
+                     lambda: Leaf(other_names(list(names)), size=0), 2 * sum(len(n) + 2 for n in names) + 16)
 
     # -- references and combinators ----------------------------------------------------------------
     def resolve(self, ref, pointer: str) -> tuple[object, str]:

@@ -465,7 +465,8 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     seen = bytearray(len(rows))
     seen[start] = 1
     for q in order:  # grows while we iterate: breadth-first
-        for r in set(rows[q].values()):
+        row = rows[q]
+        for r in (set(row.values()) if len(row) > 4 else row.values()):
             if not seen[r]:
                 seen[r] = 1
                 order.append(r)
@@ -481,17 +482,15 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
             groups[i] = members
     count = len(blocks)
     profiles: dict[int, list[tuple[int, frozenset]]] = {}  # state -> (target, symbols), for states in groups
-    before: dict[int, list[int]] = {}  # state -> the states of groups with an arc into it
     for members in groups.values():
         for q in members:
             known = copied.get(q) if copied else None
             if known is None:
-                profile = profiles[q] = _profile(rows[q])
+                profiles[q] = _profile(rows[q])
             else:
                 ids = known[1]
-                profile = profiles[q] = [(ids[t], symbols) for t, symbols in known[0]]
-            for t, _ in profile:
-                before.setdefault(t, []).append(q)
+                profiles[q] = [(ids[t], symbols) for t, symbols in known[0]]
+    before: dict[int, list[int]] | None = None  # state -> the states of groups with an arc into it (made at the first move)
     budget = 24 * len(profiles) + 1000  # signatures computed before giving the work to Hopcroft
     check = set(groups)
     while check:
@@ -533,7 +532,12 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
                 return dfa
             return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals,
                        check=False)
-        check = {block_of[p] for q in moved for p in before.get(q, ())}
+        if moved and before is None:
+            before = {}
+            for q, profile in profiles.items():
+                for t, _ in profile:
+                    before.setdefault(t, []).append(q)
+        check = {block_of[p] for q in moved for p in before.get(q, ())} if moved else set()
     # the quotient, numbered by first appearance in the breadth-first order
     new_id: dict[int, int] = {}
     keep = []

@@ -50,7 +50,8 @@ class Lit(Node):
 class Built(Node):
     """A language whose automaton comes ready-made: ``make(alphabet)`` returns its minimal DFA over the
     alphabet's raw symbols, kept in a bounded cache under ``key`` (any value up to a depth, names other
-    than a listed few); ``graph`` describes the same language for :func:`render`."""
+    than a listed few); ``graph`` (or a function returning it, called when rendered) describes the same
+    language for :func:`render`."""
 
     __slots__ = ("key", "make", "graph")
 
@@ -162,7 +163,7 @@ def _render_one(n: Node, text) -> str:
     if isinstance(n, Lit):
         return re.escape(n.text)
     if isinstance(n, Built):
-        return text(n.graph)
+        return text(n.graph() if callable(n.graph) else n.graph)
     if isinstance(n, Seq):
         return "".join(text(p) for p in n.parts)
     if isinstance(n, Alt):
