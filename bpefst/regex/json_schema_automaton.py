@@ -61,6 +61,8 @@ _first, _second = itemgetter(0), itemgetter(1)
 _leaves: OrderedDict[tuple, DFA] = OrderedDict()
 _profiles: dict[int, tuple[DFA, list]] = {}  # id(dfa) -> (dfa, its piece_profiles)
 PROFILE_CACHE = 2 * (LEAF_CACHE + BUILT_CACHE)  # cleared when full (its automata are those of the caches, or a translation's)
+PROFILE_STATES = 100_000  # ... or when the automata it keeps alive pass this many states (a few MB)
+_profiled_states = 0
 _built: OrderedDict[tuple, DFA] = OrderedDict()
 
 
@@ -72,6 +74,8 @@ def leaf_dfa(text: str, alphabet: Alphabet) -> DFA:
         _leaves.move_to_end(key)
         return found
     dfa = minimize(determinize(to_nfa(parse(text), alphabet)))
+    if dfa.num_arcs > MAX_ARCS:  # it could not be copied into any translation: refused before it is kept
+        raise ArcLimitExceeded("the automaton of one string, number or pattern", MAX_ARCS, dfa.num_arcs)
     _leaves[key] = dfa
     if len(_leaves) > LEAF_CACHE:
         _leaves.popitem(last=False)
@@ -108,9 +112,12 @@ def piece_profiles(dfa: DFA) -> list:
 
 
 def remember_profiles(dfa: DFA, profiles: list) -> None:
-    if len(_profiles) >= PROFILE_CACHE:
+    global _profiled_states
+    if len(_profiles) >= PROFILE_CACHE or _profiled_states > PROFILE_STATES:
         _profiles.clear()
+        _profiled_states = 0
     _profiles[id(dfa)] = (dfa, profiles)
+    _profiled_states += len(profiles)
 
 
 def _profile(row: dict[int, int]) -> list:
