@@ -351,7 +351,7 @@ class _Translator:
     def other_names(self, listed: list[str]) -> Node:
         """A quoted member name other than the ``listed`` ones, spelled as json.dumps spells it."""
         names = tuple(listed)
-        return Built(("names", names), lambda alphabet: other_names_dfa(list(names), alphabet),
+        return Built(("names", names), lambda alphabet: other_names_dfa(list(names), alphabet, with_profiles=True),
                      lambda: Leaf(other_names(list(names)), size=0), 2 * sum(len(n) + 2 for n in names) + 16)
 
     # -- references and combinators ----------------------------------------------------------------

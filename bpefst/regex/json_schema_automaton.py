@@ -61,7 +61,7 @@ _first, _second = itemgetter(0), itemgetter(1)
 _leaves: OrderedDict[tuple, DFA] = OrderedDict()
 _profiles: dict[int, tuple[DFA, list]] = {}  # id(dfa) -> (dfa, its piece_profiles)
 PROFILE_CACHE = 2 * (LEAF_CACHE + BUILT_CACHE)  # cleared when full (its automata are those of the caches, or a translation's)
-PROFILE_STATES = 100_000  # ... or when the automata it keeps alive pass this many states (a few MB)
+PROFILE_STATES = 50_000  # ... or when the automata it keeps alive pass this many states (a few MB)
 _profiled_states = 0
 _built: OrderedDict[tuple, DFA] = OrderedDict()
 
@@ -94,6 +94,12 @@ def built_dfa(node: Built, alphabet: Alphabet, made: dict | None = None) -> DFA:
             _built.move_to_end(key)
         return found
     dfa = node.make(alphabet)
+    if isinstance(dfa, tuple):  # (dfa, its piece_profiles): kept beside it, as long as it is
+        dfa, profiles = dfa
+        if keep:
+            remember_profiles(dfa, profiles)
+        else:
+            store[("profiles", id(dfa))] = (dfa, profiles)
     store[key] = dfa
     if keep and len(_built) > BUILT_CACHE:
         _built.popitem(last=False)
@@ -381,7 +387,8 @@ class _Direct:
                 if q in finals:
                     joins.append(q)
         to_id = ids.__getitem__
-        profiles = piece_profiles(dfa)
+        local = self.made.get(("profiles", id(dfa)))
+        profiles = local[1] if local is not None and local[0] is dfa else piece_profiles(dfa)
         copied = self.copied
         for q, row in enumerate(transitions):
             if ids[q] != k:

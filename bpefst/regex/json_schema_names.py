@@ -38,8 +38,9 @@ def other_names(names: list[str]) -> str:
     return '"' + _except(trie) + '"'
 
 
-def other_names_dfa(names: list[str], alphabet) -> "DFA":
-    """The DFA over ``alphabet``'s raw symbols of :func:`other_names`, built directly.
+def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
+    """The DFA over ``alphabet``'s raw symbols of :func:`other_names`, built directly (``with_profiles``: and
+    its states' arcs grouped by target, as :func:`~.json_schema_automaton.piece_profiles` gives them).
 
     The product of the automaton of every quoted name (spelled one way) and a
     trie of the listed spellings: while a prefix of a listed name is read, a
@@ -48,7 +49,7 @@ def other_names_dfa(names: list[str], alphabet) -> "DFA":
     length (each trie state copies one row of the name automaton).
     """
     from ..automata import DFA
-    from .json_schema_automaton import leaf_dfa, piece_profiles, remember_profiles, spell
+    from .json_schema_automaton import leaf_dfa, piece_profiles, spell
 
     general = leaf_dfa('"' + NAME_CHAR + '*"', alphabet)
     trie: list[dict[int, int]] = [{}]
@@ -107,7 +108,8 @@ def other_names_dfa(names: list[str], alphabet) -> "DFA":
         if g in general.finals and t not in ends:
             finals.add(state)
     dfa = DFA(rows, start, frozenset(finals), check=False)
-    remember_profiles(dfa, profiles)
+    if with_profiles:
+        return dfa, profiles
     return dfa
 
 
