@@ -105,14 +105,15 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 2, strict: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
+            max_depth: int = 2, strict: bool = True, open_objects: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS, cache_dir: str | os.PathLike | None = None,
             parts: PartsCache | None = None) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
     ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation;
     values the schema leaves open nest at most ``max_depth`` arrays/objects and a recursive ``$ref`` is followed
-    that often; ``strict=False`` drops the keywords an automaton cannot honour, with a warning, instead of refusing),
-    as a :class:`TokenLanguage`.
+    that often; ``strict=False`` drops the keywords an automaton cannot honour, with a warning, instead of refusing;
+    an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
+    reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.
 
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
     match, following its pre-tokenization unless ``pretokenize=False``),
@@ -136,9 +137,10 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
         from .regex.json_schema import schema_to_dfa
 
         pattern = schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
-                                max_states=max_states)
+                                open_objects=open_objects, max_states=max_states)
         # the schema and the options name the language in cache_dir, as a regex's text does
-        source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict], sort_keys=True, default=str)
+        source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, "open" if open_objects else
+                                              "closed"], sort_keys=True, default=str)
         return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts,
                              source=source, cache_dir=cache_dir)
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)

@@ -31,10 +31,11 @@ REGEXES = {
 }
 SCHEMAS = {
     "point": {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 99},
-                                               "ok": {"type": "boolean"}}, "required": ["x", "ok"]},
+                                               "ok": {"type": "boolean"}}, "required": ["x", "ok"],
+              "additionalProperties": False},  # closed: the language is finite
     "color": {"type": "object", "properties": {"color": {"enum": ["red", "green", "blue"]},
                                                "name": {"type": "string", "pattern": "^[A-Z][a-z]{1,6}$"}},
-              "required": ["color", "name"]},
+              "required": ["color", "name"], "additionalProperties": False},
 }
 SEEDS = (None, 1, 2, 3)  # greedy, then three sampling seeds
 MAX_TOKENS = 40  # every language above is finite: all matches end well before

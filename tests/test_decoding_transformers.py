@@ -71,17 +71,18 @@ PATTERNS = [
     r"( {1,3}[a-z]{1,4}){1,3}",
     r"[a-z]{1,4}(\n[a-z]{1,4}){0,2}",
 ]
+# objects closed (additionalProperties: false): the languages are finite, so generation must end
 SCHEMAS = [
     {"type": "object",
      "properties": {"name": {"type": "string", "pattern": "^[A-Za-z ]{1,10}$"}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
                     "member": {"type": "boolean"}},
-     "required": ["name", "age"]},
+     "required": ["name", "age"], "additionalProperties": False},
     {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 1, "maxItems": 3},
     {"$defs": {"tag": {"type": "string", "pattern": "^[a-z]{1,5}$"}},
      "type": "object",
      "properties": {"date": {"type": "string", "format": "date"}, "score": {"type": "integer", "minimum": -5, "maximum": 10},
                     "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}, "maxItems": 2}},
-     "required": ["date"]},
+     "required": ["date"], "additionalProperties": False},
 ]
 
 

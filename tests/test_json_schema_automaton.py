@@ -143,8 +143,9 @@ def test_additional_properties_false_still_closes_the_object():
     assert dfa.accepts(b'{"a":1}') and not dfa.accepts(b'{"a":1,"c":1}')
 
 
-def test_without_open_objects_listed_properties_close_the_object():
-    dfa = schema_to_dfa(OPEN)
+def test_objects_are_open_by_default_and_closed_on_request():
+    assert schema_to_dfa(OPEN).accepts(b'{"a":1,"c":1}')
+    dfa = schema_to_dfa(OPEN, open_objects=False)
     assert dfa.accepts(b'{"a":1}') and not dfa.accepts(b'{"a":1,"c":1}')
 
 

@@ -23,7 +23,7 @@ from ..promotion.token_language import TokenLanguage
 from ..regex.wordlists import read_words, words_automaton
 from ..tokenizer.wordpiece import is_wordpiece_file, load_wordpiece
 from ..regex import alphabet_for, compile_regex
-from ..regex.json_schema import DEFAULT_MAX_DEPTH, SchemaWarning, schema_to_regex
+from ..regex.json_schema import DEFAULT_MAX_DEPTH, SchemaWarning, schema_to_dfa
 from ..tokenizer import ReferenceEncoder
 from .automaton_commands import load_model_and_automaton
 from .common import read_input, tokenizer_options, user_errors
@@ -46,6 +46,9 @@ from .limits import LimitExceeded, bounded
 @click.option("--no-strict", is_flag=True,
               help="--json-schema: drop keywords an automaton cannot honour (uniqueItems, multipleOf, not, ...) instead of "
                    "refusing the schema; a warning on stderr names them.")
+@click.option("--closed-objects", is_flag=True,
+              help="--json-schema: an object without additionalProperties takes only its listed properties (by default "
+                   "it also takes extra members after them, as JSON Schema reads it).")
 @click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
               help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
 @click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
@@ -67,6 +70,7 @@ from .limits import LimitExceeded, bounded
               help="Give up when the process needs more resident memory than this.")
 @user_errors
 def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, schema_file, whitespace, max_depth, no_strict,
+                    closed_objects,
                     mode, unk, output, fmt, stats,
                     sample, max_states, max_arcs, tokenizer_path, no_pretokenize, timeout, max_memory) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
@@ -90,28 +94,30 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     given = [x for x in (pattern_text, pattern_file, words_file, schema_file) if x is not None]
     if len(given) != 1:
         raise BpefstError("give exactly one of --regex, --pattern-file, --words, --json-schema")
-    for name, value in (("--whitespace", whitespace), ("--max-depth", max_depth), ("--no-strict", no_strict or None)):
+    for name, value in (("--whitespace", whitespace), ("--max-depth", max_depth), ("--no-strict", no_strict or None),
+                        ("--closed-objects", closed_objects or None)):
         if value is not None and schema_file is None:
             raise BpefstError(f"{name} applies to --json-schema")
     _check_output(output, fmt, [compiled, pattern_file, words_file, schema_file, tokenizer_path])
-    if schema_file is not None:
-        pattern_text = _schema_pattern(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
-                                       not no_strict)
+    schema = None
+    if schema_file is not None:  # translated once the tokenizer's alphabet is known, as bpefst.promote does
+        schema = _Schema(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
+                         not no_strict, not closed_objects)
     try:
         with bounded(timeout, max_memory):
             _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
-                     max_states, max_arcs, tokenizer_path, no_pretokenize)
+                     max_states, max_arcs, tokenizer_path, no_pretokenize, schema)
     except LimitExceeded as exc:
         raise BpefstError(f"promotion {exc}; narrow the pattern or raise the limit") from None
 
 
 def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
-             max_arcs, tokenizer_path, no_pretokenize) -> None:
+             max_arcs, tokenizer_path, no_pretokenize, schema=None) -> None:
     if is_wordpiece_file(compiled):
         if mode not in (None, "maxmatch"):
             raise BpefstError(f"{compiled} is a WordPiece vocabulary: only --mode maxmatch applies")
         _promote_wordpiece(compiled, pattern_text, pattern_file, words_file, unk or "exclude", output, fmt, stats, sample,
-                           max_states)
+                           max_states, schema)
         return
     if mode == "maxmatch":
         raise BpefstError("--mode maxmatch needs a WordPiece vocabulary (vocab.txt or a WordPiece tokenizer.json)")
@@ -123,7 +129,7 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
     loaded = time.perf_counter()
     alphabet = alphabet_for(model)
     try:
-        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states)
+        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states, schema)
     except StateLimitExceeded:
         raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
     compiled_at = time.perf_counter()
@@ -145,14 +151,23 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
     _finish(base, dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
 
 
-def _schema_pattern(schema, whitespace: int, max_depth: int, strict: bool) -> str:
-    """The schema's pattern; what it ignored or dropped goes to stderr as one line, not as a Python warning."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SchemaWarning)
-        pattern = schema_to_regex(schema, whitespace, max_depth=max_depth, strict=strict)
-    for warning in caught:
-        click.echo(f"warning: {warning.message}", err=True)
-    return pattern
+class _Schema:
+    """``--json-schema`` and its options, translated by :meth:`automaton` once the alphabet is known."""
+
+    def __init__(self, schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool) -> None:
+        self.schema, self.whitespace, self.max_depth = schema, whitespace, max_depth
+        self.strict, self.open_objects = strict, open_objects
+
+    def automaton(self, alphabet, max_states: int):
+        """The schema's automaton over ``alphabet``, by the translation ``bpefst.promote(json_schema=...)`` uses;
+        what it ignored or dropped goes to stderr as one line, not as a Python warning."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SchemaWarning)
+            dfa = schema_to_dfa(self.schema, alphabet, self.whitespace, max_depth=self.max_depth, strict=self.strict,
+                                open_objects=self.open_objects, max_states=max_states)
+        for warning in caught:
+            click.echo(f"warning: {warning.message}", err=True)
+        return dfa
 
 
 def _read_schema(path: str):
@@ -176,13 +191,14 @@ def _check_output(output: str | None, fmt: str, inputs: list) -> None:
     refuse_overwriting_inputs(output, inputs)
 
 
-def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states) -> None:
+def _promote_wordpiece(path, pattern_text, pattern_file, words_file, unk, output, fmt, stats, sample, max_states,
+                       schema=None) -> None:
     """``--mode maxmatch``: MaxMatch (WordPiece) promotion of a pattern matching single words."""
     started = time.perf_counter()
     model = load_wordpiece(path)
     alphabet = wordpiece_alphabet(model)
     try:
-        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states)
+        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states, schema)
         timings: dict[str, float] = {"load+pattern": time.perf_counter() - started}
         dfa = promote_maxmatch(base, model, unk=unk, max_states=max_states, timings=timings)
     except StateLimitExceeded:
@@ -211,8 +227,10 @@ def _finish(base, dfa, mode: str, timings: dict, fingerprint: str, decode, outpu
         click.echo(json.dumps({"ids": list(seq), "text": decode(list(seq))}, ensure_ascii=False))
 
 
-def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states):
+def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states, schema=None):
     """The pattern as a minimal DFA over the tokenizer's base symbols."""
+    if schema is not None:
+        return schema.automaton(alphabet, max_states)
     if pattern_text is not None:
         return compile_regex(pattern_text, alphabet, max_states=max_states)
     if words_file is not None:

@@ -9,13 +9,15 @@ the keywords it names in its warning).  It is a chosen subset of the valid
 documents, the one a generator should produce:
 
 * objects list their properties in the schema's order, each at most once;
-  then, where the schema allows more members (``additionalProperties: true``
-  or a schema, ``patternProperties``), any number of extra members, their
-  names differing from the listed ones and constrained by ``propertyNames``
-  and the patterns, their values by the schema that governs them.  Without
-  ``additionalProperties`` an object that has ``properties`` (even ``{}``)
-  gets no others (a model should not invent members); one that says nothing
-  of its members is open;
+  then, unless ``additionalProperties`` is ``false``, any number of extra
+  members, their names differing from the listed ones and constrained by
+  ``propertyNames`` and ``patternProperties``, their values by the schema
+  that governs them (``additionalProperties``, the matching patterns, or any
+  JSON value up to ``max_depth`` when the schema says nothing): JSON Schema's
+  reading of an object.  ``open_objects=False`` closes an object that has
+  ``properties`` but no ``additionalProperties`` (listed members only: a
+  model then never invents members); one that says nothing of its members
+  stays open;
 * a value the schema does not constrain (``{}``, ``true``, no type and no
   keyword that implies one, an array without ``items``) is any JSON value
   nesting at most ``max_depth`` arrays/objects, and a recursive ``$ref`` is
@@ -68,13 +70,14 @@ from decimal import Decimal
 
 import regex
 
+from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..errors import BpefstError
 from .alphabets import Alphabet, ByteAlphabet
-from .json_schema_automaton import build_dfa, leaf_dfa
+from .json_schema_automaton import BuildLimit, build_dfa, leaf_dfa, raw_dfa
 from .json_schema_expr import NOTHING as NO_DOCUMENT
-from .json_schema_expr import NOTHING_TEXT, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
+from .json_schema_expr import NOTHING_TEXT, Built, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
 from .json_schema_merge import merge_all, pattern_matches
-from .json_schema_names import NAME_CHAR, other_names
+from .json_schema_names import NAME_CHAR, other_names, other_names_dfa
 from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, json_type, pointer_to,
                                 same_json, warn_about)
 
@@ -107,7 +110,8 @@ DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recur
 NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
-MAX_SIZE = 2_000_000  # NFA states the translation may build before refusing (before any automaton is built)
+MAX_SIZE = 50_000_000  # bound on the states the graph describes, checked before anything is built (the builder
+                       # then counts the states and arcs it makes, json_schema_automaton.MAX_ARCS and max_states)
 
 # One character of a JSON string: anything but '"', '\' and controls, or an escape;
 # \u escapes of surrogates are left out (a pair would be two escapes but one character).
@@ -145,7 +149,7 @@ DEFINED_FORMATS = frozenset({
 
 
 def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True,
-                    open_objects: bool = False) -> str:
+                    open_objects: bool = True) -> str:
     """The pattern matching the JSON text of the documents generated for ``schema`` (module docstring).
 
     ``whitespace``: 0 for compact JSON, ``k`` to allow up to ``k`` whitespace
@@ -153,9 +157,10 @@ def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX
     character.  ``max_depth``: how deep unconstrained values nest and how
     often a recursive ``$ref`` is followed inside itself.  ``strict=False``:
     drop the keywords that cannot be honoured instead of refusing the schema.
-    ``open_objects=True``: an object with ``properties`` but no
-    ``additionalProperties`` also takes extra members, as JSON Schema reads it
-    (larger automata: every such object carries a value of any type).  Ignored and dropped keywords are named in one :class:`SchemaWarning`.
+    ``open_objects`` (default): an object with ``properties`` but no
+    ``additionalProperties`` also takes extra members after its listed ones,
+    as JSON Schema reads it; ``False``: it takes its listed members only.
+    Ignored and dropped keywords are named in one :class:`SchemaWarning`.
     """
     node = _translate(schema, whitespace, max_depth, strict, open_objects)
     try:
@@ -166,23 +171,33 @@ def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX
 
 
 def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH,
-                  strict: bool = True, open_objects: bool = False, max_states: int | None = None):
+                  strict: bool = True, open_objects: bool = True, max_states: int | None = None):
     """The minimal DFA over ``alphabet`` (default: bytes) of :func:`schema_to_regex`'s pattern, built directly.
 
     The same language as ``compile_regex(schema_to_regex(schema, ...), alphabet)``
     without writing and parsing the pattern (:mod:`.json_schema_automaton`).
+    ``max_states`` bounds the states built (with an arc budget of
+    :data:`~.json_schema_automaton.MAX_ARCS`, about 150 MB), checked while
+    building: past it, :class:`SchemaError` names the schema being built.
     """
-    node = _translate(schema, whitespace, max_depth, strict, open_objects)
-    return build_dfa(node, alphabet if alphabet is not None else ByteAlphabet(), max_states)
+    translator = _Translator(schema, whitespace, max_depth, bool(strict))
+    node = _translate(schema, whitespace, max_depth, strict, open_objects, translator)
+    try:
+        return build_dfa(node, alphabet if alphabet is not None else ByteAlphabet(), max_states, translator.where)
+    except BuildLimit as exc:
+        raise SchemaError(exc.pointer, f"{exc.error} here; lower max_depth "
+                                       f"(now {max_depth}) or bound the schema") from None
 
 
-def _translate(schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool = False) -> Node:
+def _translate(schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool = True,
+               translator: "_Translator | None" = None) -> Node:
     """The expression graph of the schema's documents, after checking the options; warns once."""
     if not isinstance(whitespace, int) or isinstance(whitespace, bool) or whitespace < 0:
         raise BpefstError(f"whitespace must be a non-negative integer, not {whitespace!r}")
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 16:
         raise BpefstError(f"max_depth must be an integer from 0 to 16, not {max_depth!r}")
-    translator = _Translator(schema, whitespace, max_depth, bool(strict))
+    if translator is None:
+        translator = _Translator(schema, whitespace, max_depth, bool(strict))
     translator.open_objects = bool(open_objects)
     node = translator.value(schema, "", ())
     warn_about(list(translator.ignored), list(translator.relaxed), stacklevel=4)
@@ -215,8 +230,9 @@ class _Translator:
         self.origin: dict[int, tuple] = {}  # id(subschema) -> (subschema, its pointer), for schemas a merge moved
         self.memo: dict[tuple, tuple] = {}  # (id(schema), refs, names) -> (schema, node): translated once
         self.anys: dict[int, Node] = {}
+        self.where: dict[int, str] = {}  # id(node) -> the pointer of the schema it was translated from (first one)
         self.names = False  # translating propertyNames: strings spelled one way only
-        self.open_objects = False  # objects listing properties take no others unless additionalProperties says
+        self.open_objects = True  # False: objects listing properties take no others unless additionalProperties says
 
     def punct(self, char: str) -> Node:
         """A structural character with the allowed whitespace around it."""
@@ -244,6 +260,8 @@ class _Translator:
             if self.depth > MAX_DEPTH:
                 raise SchemaError(pointer, f"schemas nest more than {MAX_DEPTH} deep")
             node = self._value(schema, pointer, refs)
+        except (StateLimitExceeded, ArcLimitExceeded) as exc:  # a leaf (a pattern, a long string) too large to compile
+            raise SchemaError(pointer, f"{exc}") from None
         finally:
             self.depth -= 1
         if node.size > MAX_SIZE:
@@ -251,6 +269,9 @@ class _Translator:
                                        f"(now {self.max_depth}) or bound the schema")
         if isinstance(schema, (dict, list)):
             self.memo[key] = (schema, node)
+            self.where.setdefault(id(node), pointer)
+            for part in getattr(node, "parts", ()):  # a sequence's parts may be spliced into the parent's sequence
+                self.where.setdefault(id(part), pointer)
         return node
 
     def _value(self, schema, pointer: str, refs: tuple) -> Node:
@@ -308,21 +329,30 @@ class _Translator:
         return getattr(self, "type_" + type_)(schema, pointer, refs)
 
     def any_value(self, depth: int) -> Node:
-        """Any JSON value nesting at most ``depth`` arrays/objects."""
+        """Any JSON value nesting at most ``depth`` arrays/objects (its automaton made once per depth and
+        whitespace, and kept between translations)."""
         found = self.anys.get(depth)
         if found is None:
             scalar = _leaf(f'null|true|false|{NUMBER}|"{STRING_CHAR}*"')
             if depth <= 0:
-                found = scalar
+                graph = scalar
             else:
                 inner = self.any_value(depth - 1)
                 comma, colon = self.punct(","), self.punct(":")
                 member = seq(_leaf(f'"{STRING_CHAR}*"'), colon, inner)
                 array = seq(self.punct("["), Rep(seq(inner, Rep(seq(comma, inner), 0, None)), 0, 1), self.punct("]"))
                 obj = seq(self.punct("{"), Rep(seq(member, Rep(seq(comma, member), 0, None)), 0, 1), self.punct("}"))
-                found = alt([scalar, array, obj])
+                graph = alt([scalar, array, obj])
+            found = Built(("any", depth, self.whitespace), lambda alphabet, g=graph: raw_dfa(g, alphabet), graph,
+                          graph.size)
             self.anys[depth] = found
         return found
+
+    def other_names(self, listed: list[str]) -> Node:
+        """A quoted member name other than the ``listed`` ones, spelled as json.dumps spells it."""
+        names = tuple(listed)
+        return Built(("names", names), lambda alphabet: other_names_dfa(list(names), alphabet, with_profiles=True),
+                     lambda: Leaf(other_names(list(names)), size=0), 2 * sum(len(n) + 2 for n in names) + 16)
 
     # -- references and combinators ----------------------------------------------------------------
     def resolve(self, ref, pointer: str) -> tuple[object, str]:
@@ -438,7 +468,11 @@ class _Translator:
             if "format" in schema:
                 return seq(Lit('"'), _leaf(FORMATS[schema["format"]]), Lit('"'))
             return seq(Lit('"'), _leaf(_string_pattern(schema["pattern"], _pointer(pointer, "pattern"))), Lit('"'))
-        return seq(Lit('"'), _leaf(f"{char}{_repeat(low, high)}"), Lit('"'))
+        if high is None:
+            return seq(Lit('"'), _leaf(f"{char}{_repeat(low, high)}"), Lit('"'))
+        # bounded: one cached character automaton repeated by the builder (a long bound compiled as regex text
+        # would build every copy through an NFA first; here each copy is grafted, and the limits count them)
+        return seq(Lit('"'), Rep(_leaf(char), low, high), Lit('"'))
 
     def type_integer(self, schema: dict, pointer: str, refs) -> Node:
         low, high = _bounds(_draft4_bounds(schema), pointer, integer=True)
@@ -595,7 +629,7 @@ class _Translator:
             branches.append(seq(name, colon, self.value(value, self.at(value, _pointer(where, p)), refs)))
         if extra is not False and not patterns:
             if names is None:
-                name = _leaf(other_names(listed))
+                name = self.other_names(listed)
             else:
                 name = self.name_pattern(names, _pointer(pointer, "propertyNames"), refs)
                 text = render(name)
@@ -716,6 +750,8 @@ def _digits_range(low: str, high: str) -> str:
         return ""
     if low == high:
         return low
+    if low.count("0") == len(low) and high.count("9") == len(high):  # every digit string: no recursion
+        return "[0-9]" + (f"{{{len(low)}}}" if len(low) > 1 else "")
     a, b = low[0], high[0]
     if a == b:
         return a + _digits_range(low[1:], high[1:])

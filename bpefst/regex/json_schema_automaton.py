@@ -1,37 +1,69 @@
 """JSON Schema -> minimal DFA, built from the translation's expression graph without regex text.
 
-Compiling the pattern text of a large schema spends most of its time
-parsing (and validating) the text and copying sub-automata at every level of
-the syntax tree.  Here the graph of :mod:`.json_schema_expr` is built into
-one NFA in a single pass, then determinized and minimized once:
+The graph of :mod:`.json_schema_expr` is built straight into a DFA, right to
+left: each node is built *in front of* the state that follows it (its
+continuation), so that concatenation needs no epsilon arcs and no subset
+construction:
 
 * leaves (regex text of numbers, string bodies, formats, patterns) are
   compiled to minimal DFAs over the alphabet's raw symbols, kept in a
   bounded LRU cache shared by all translations (most schemas use the same
-  few: a string, a number, an integer);
-* a node used in several places (the same sub-schema reached twice, the
-  value of any type inside every open object) is determinized and minimized
-  once per translation, and each use copies that small DFA;
-* an object's members are a chain: a state before each member for "nothing
-  written yet" and one for "something written" (which needs a comma first),
-  both leading into one copy of the member, so the size is linear in the
-  members.
+  few: a string, a number, an integer); ready-made automata
+  (:class:`~.json_schema_expr.Built`: any JSON value up to a depth, shared
+  by all translations in a bounded cache; names other than an object's
+  listed ones, built per translation as a product of a trie and the name
+  automaton) likewise;
+* a DFA is put in front of a continuation by copying it: a final state
+  without arcs *is* the continuation (arcs into it go there), a final state
+  with arcs (a number, which may go on) also takes the continuation's arcs
+  (they must read other symbols; where they do not, as whitespace around
+  whitespace, the older route below builds the graph);
+* a union starts in a state whose arcs are the union of the branches'; where
+  two branches read the same symbol (two objects, two strings) the targets
+  are joined the same way, a subset construction confined to where the
+  branches overlap (JSON branches part after a few symbols: a type's first
+  character, a member's name);
+* a loop (``part*`` then what follows: array items, extra members) is a state
+  made first and filled in once the part has been built in front of it;
+* an object's members are a chain: before each listed member, a state for
+  "nothing written yet" and one for "something written" (a comma first),
+  then the loop of extra members; linear in the members;
+* a node built twice in front of the same state is built once.
+
+Where a loop's part can be empty, or a copied final state and its
+continuation read the same symbol (``whitespace > 0``), the whole graph is
+built the older way instead: one NFA, determinized.  Both ways count states
+and arcs as they go and stop with :class:`StateLimitExceeded` /
+:class:`ArcLimitExceeded` (the translator names the JSON pointer being built).
+The result is minimized once.
 """
 
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from itertools import groupby
+from operator import itemgetter
 
 from ..automata import DFA, NFA, determinize, minimize
+from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from .alphabets import Alphabet, ByteAlphabet
 from .compiler import to_nfa
-from .json_schema_expr import Alt, Leaf, Lit, Members, Node, Rep, Seq
+from .json_schema_expr import Alt, Built, Leaf, Lit, Members, Node, Rep, Seq
 from .syntax import parse
 
 LEAF_CACHE = 256  # compiled leaves kept between translations (least recently used dropped first)
-SHARE_AT = 24  # a node used more than once is compiled once when it builds at least this many states
+BUILT_CACHE = 32  # ready-made automata kept between translations (any value, per depth and whitespace)
+SHARE_AT = 24  # (NFA route) a node used more than once is compiled once when it builds at least this many states
+MAX_ARCS = 600_000  # arcs one translation may write: with the states and the minimization, about 200 MB at most
+FALLBACK_SIZE = 2_000_000  # NFA states the older route (one NFA, determinized) may be given
 
+_first, _second = itemgetter(0), itemgetter(1)
 _leaves: OrderedDict[tuple, DFA] = OrderedDict()
+_profiles: dict[int, tuple[DFA, list]] = {}  # id(dfa) -> (dfa, its piece_profiles)
+PROFILE_CACHE = 2 * (LEAF_CACHE + BUILT_CACHE)  # cleared when full (its automata are those of the caches, or a translation's)
+PROFILE_STATES = 50_000  # ... or when the automata it keeps alive pass this many states (a few MB)
+_profiled_states = 0
+_built: OrderedDict[tuple, DFA] = OrderedDict()
 
 
 def leaf_dfa(text: str, alphabet: Alphabet) -> DFA:
@@ -42,10 +74,60 @@ def leaf_dfa(text: str, alphabet: Alphabet) -> DFA:
         _leaves.move_to_end(key)
         return found
     dfa = minimize(determinize(to_nfa(parse(text), alphabet)))
+    if dfa.num_arcs > MAX_ARCS:  # it could not be copied into any translation: refused before it is kept
+        raise ArcLimitExceeded("the automaton of one string, number or pattern", MAX_ARCS, dfa.num_arcs)
     _leaves[key] = dfa
     if len(_leaves) > LEAF_CACHE:
         _leaves.popitem(last=False)
     return dfa
+
+
+def built_dfa(node: Built, alphabet: Alphabet, made: dict | None = None) -> DFA:
+    """The ready-made automaton of ``node``: kept between translations when its key says so
+    (``("any", ...)``: a few small automata every translation needs), else in ``made`` (this translation's)."""
+    key = (node.key, _alphabet_key(alphabet))
+    keep = node.key[0] == "any"
+    store = _built if keep else (made if made is not None else {})
+    found = store.get(key)
+    if found is not None:
+        if keep:
+            _built.move_to_end(key)
+        return found
+    dfa = node.make(alphabet)
+    if isinstance(dfa, tuple):  # (dfa, its piece_profiles): kept beside it, as long as it is
+        dfa, profiles = dfa
+        if keep:
+            remember_profiles(dfa, profiles)
+        else:
+            store[("profiles", id(dfa))] = (dfa, profiles)
+    store[key] = dfa
+    if keep and len(_built) > BUILT_CACHE:
+        _built.popitem(last=False)
+    return dfa
+
+
+def piece_profiles(dfa: DFA) -> list:
+    """Per state of ``dfa``, its arcs grouped by target: ``[(target, frozenset(symbols)), ...]`` (kept for the
+    automata copied into many translations, so that :func:`minimal` need not group a copy's arcs again)."""
+    found = _profiles.get(id(dfa))
+    if found is not None and found[0] is dfa:
+        return found[1]
+    profiles = [_profile(row) for row in dfa.transitions]
+    remember_profiles(dfa, profiles)
+    return profiles
+
+
+def remember_profiles(dfa: DFA, profiles: list) -> None:
+    global _profiled_states
+    if len(_profiles) >= PROFILE_CACHE or _profiled_states > PROFILE_STATES:
+        _profiles.clear()
+        _profiled_states = 0
+    _profiles[id(dfa)] = (dfa, profiles)
+    _profiled_states += len(profiles)
+
+
+def _profile(row: dict[int, int]) -> list:
+    return [(t, frozenset(map(_first, arcs))) for t, arcs in groupby(sorted(row.items(), key=_second), _second)]
 
 
 def _alphabet_key(alphabet: Alphabet):
@@ -55,10 +137,458 @@ def _alphabet_key(alphabet: Alphabet):
     return (type(alphabet).__name__, getattr(alphabet, "domain", None))
 
 
-def build_dfa(node: Node, alphabet: Alphabet, max_states: int | None = None) -> DFA:
-    """The minimal trim DFA over ``alphabet``'s symbol ids of the language of ``node``."""
-    raw = _Builder(node, alphabet, max_states).dfa(node)
-    return alphabet.finish(raw)
+def build_dfa(node: Node, alphabet: Alphabet, max_states: int | None = None, where=None) -> DFA:
+    """The minimal trim DFA over ``alphabet``'s symbol ids of the language of ``node``.
+
+    ``where``: a map ``id(node) -> JSON pointer``; a limit exceeded while
+    building raises ``(pointer, error)`` through :class:`BuildLimit` for the
+    translator to name.
+    """
+    if isinstance(alphabet, ByteAlphabet) and (alphabet.byte_ids is None or len(alphabet.byte_ids) == 256):
+        return raw_dfa(node, alphabet, max_states, where, alphabet.byte_ids)  # symbols renamed as it is numbered
+    return alphabet.finish(raw_dfa(node, alphabet, max_states, where))
+
+
+def raw_dfa(node: Node, alphabet: Alphabet, max_states: int | None = None, where=None, rename=None) -> DFA:
+    """The minimal trim DFA over ``alphabet``'s raw symbols of the language of ``node``
+    (``rename``: a one-to-one map of every raw symbol to the symbol the result uses instead)."""
+    direct = _Direct(alphabet, max_states, where or {})
+    try:
+        return direct.dfa(node, rename)
+    except _NotDirect:
+        pass
+    except (StateLimitExceeded, ArcLimitExceeded) as exc:
+        raise BuildLimit(direct.pointer(), exc) from None
+    pointer = direct.pointer()
+    del direct
+    if node.size > FALLBACK_SIZE:
+        raise BuildLimit(pointer, StateLimitExceeded("the schema's automaton (built as one NFA)", FALLBACK_SIZE))
+    try:
+        dfa = _Builder(node, alphabet, max_states).dfa(node)
+    except (StateLimitExceeded, ArcLimitExceeded) as exc:
+        raise BuildLimit("", exc) from None
+    return dfa if rename is None else minimal(dfa.transitions, dfa.start, [q in dfa.finals for q in range(dfa.num_states)],
+                                              rename)
+
+
+class BuildLimit(Exception):
+    """A state or arc limit hit while building; ``pointer``: the innermost schema being built."""
+
+    def __init__(self, pointer: str, error: Exception) -> None:
+        super().__init__(pointer, error)
+        self.pointer, self.error = pointer, error
+
+
+class _NotDirect(Exception):
+    """The graph has a loop this builder does not take (an empty or colliding part): use the NFA route."""
+
+
+class _Direct:
+    """The right-to-left construction of the module docstring, over one growing table of states."""
+
+    def __init__(self, alphabet: Alphabet, max_states: int | None, where: dict) -> None:
+        self.alphabet = alphabet
+        self.max_states = max_states
+        self.where = where  # id(node) -> pointer, for the message of a limit
+        self.stack: list[str] = [""]  # pointers of the nodes being built, innermost last
+        self.made_by: Counter = Counter()  # pointer -> states and arcs made while it was the innermost schema
+        self.failed_at = ""
+        self.rows: list[dict[int, int]] = []
+        self.finals = bytearray()
+        self.arcs = 0
+        self.memo: dict[tuple[int, int], int | None] = {}  # (id(node), continuation) -> start
+        self.unions: dict[frozenset, int] = {}
+        self.waiting: dict[int, list[int]] = {}  # unfinished loop state -> states that take its arcs once it is done
+        self.unfinished: set[int] = set()
+        self.spelled: dict[str, tuple | None] = {}
+        self.made: dict = {}
+        self.nullable_memo: dict[int, bool] = {}
+        self.copied: dict[int, tuple[list, list]] = {}  # state -> (the copied state's piece profile, the copy's ids)
+
+    def pointer(self) -> str:
+        """Where a limit was hit: the innermost schema being built then, or (at the top) the one that made the
+        most states and arcs."""
+        if self.failed_at:
+            return self.failed_at
+        return max(self.made_by, key=self.made_by.__getitem__) if self.made_by else ""
+
+    # -- the table ---------------------------------------------------------------------------
+    def new(self, row: dict[int, int], final: bool = False) -> int:
+        self.rows.append(row)
+        self.finals.append(final)
+        self.arcs += len(row)
+        self.made_by[self.stack[-1]] += len(row) + 1
+        count = len(self.rows)
+        if self.max_states is not None and count > self.max_states:
+            self.failed_at = self.stack[-1]
+            raise StateLimitExceeded("the schema's automaton", self.max_states)
+        if self.arcs > MAX_ARCS:
+            self.failed_at = self.stack[-1]
+            raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
+        return count - 1
+
+    def dfa(self, node: Node, rename=None) -> DFA:
+        end = self.new({}, True)
+        start = self.build(node, end)
+        if start is None:
+            return DFA.empty_language()
+        rows, finals, copied = self.rows, self.finals, self.copied
+        self.rows, self.memo, self.unions, self.copied = [], {}, {}, {}
+        return minimal(rows, start, finals, rename, copied)
+
+    # -- nodes -------------------------------------------------------------------------------
+    def build(self, node: Node, k: int | None) -> int | None:
+        """The start of ``node`` built in front of state ``k`` (None: the empty language)."""
+        if k is None:
+            return None
+        key = (id(node), k)
+        if key in self.memo:
+            return self.memo[key]
+        pointer = self.where.get(id(node))
+        if pointer is not None:
+            self.stack.append(pointer)
+        try:
+            start = self._build(node, k)
+        finally:
+            if pointer is not None:
+                self.stack.pop()
+        self.memo[key] = start
+        return start
+
+    def _build(self, node: Node, k: int) -> int | None:
+        if isinstance(node, Lit):
+            return self.literal(node.text, k)
+        if isinstance(node, Leaf):
+            return self.graft(leaf_dfa(node.text, self.alphabet), k)
+        if isinstance(node, Built):
+            return self.graft(built_dfa(node, self.alphabet, self.made), k)
+        if isinstance(node, Seq):
+            return self.sequence(node.parts, k)
+        if isinstance(node, Alt):
+            return self.union([self.build(part, k) for part in node.parts])
+        if isinstance(node, Rep):
+            return self.repeat(node, k)
+        if isinstance(node, Members):
+            return self.members(node, k)
+        raise TypeError(f"unknown node {node!r}")
+
+    def sequence(self, parts, k: int | None) -> int | None:
+        for part in reversed(parts):
+            k = self.build(part, k)
+            if k is None:
+                return None
+        return k
+
+    def literal(self, text: str, k: int) -> int | None:
+        symbols = self.spelled.get(text)
+        if text not in self.spelled:
+            symbols = self.spelled[text] = spell(text, self.alphabet)
+        if symbols is None:
+            return None  # a character the alphabet cannot spell
+        for symbol in reversed(symbols):
+            k = self.new({symbol: k})
+        return k
+
+    def repeat(self, node: Rep, k: int) -> int | None:
+        """``low`` copies, then a loop (no bound) or up to ``high - low`` more, each optional."""
+        if node.high is None:
+            k = self.loop((node.part,), k)
+        else:
+            end = k
+            for _ in range(node.high - node.low):
+                k = self.union([self.build(node.part, k), end])
+        for _ in range(node.low):
+            k = self.build(node.part, k)
+        return k
+
+    def loop(self, parts, k: int | None) -> int | None:
+        """``(parts)*`` in front of ``k``: a state made first, its arcs those of the parts' start and of ``k``."""
+        if k is None:
+            return None
+        if all(self.nullable(p) for p in parts):
+            raise _NotDirect()
+        state = self.new({})
+        self.unfinished.add(state)
+        self.waiting[state] = []
+        first = self.sequence(parts, state)
+        if first is None:
+            row, final = dict(self.rows[k]), self.finals[k]
+        elif first in self.unfinished:
+            raise _NotDirect()
+        elif self.rows[first].keys().isdisjoint(self.rows[k]):
+            row, final = {**self.rows[k], **self.rows[first]}, self.finals[k]
+        else:  # both start alike (whitespace before the comma and before the closing bracket)
+            joined = self.union([first, k])
+            row, final = dict(self.rows[joined]), self.finals[joined]
+        self.rows[state] = row
+        self.arcs += len(row)
+        self.made_by[self.stack[-1]] += len(row)
+        self.finals[state] = final
+        self.unfinished.discard(state)
+        for q in self.waiting.pop(state):
+            self.unfinished.discard(q)
+            self.join(q, state)
+        return state
+
+    def members(self, node: Members, k: int) -> int | None:
+        """The chain (module docstring): ``some`` after a member (a comma next), ``none`` before any."""
+        if node.more is not None:
+            some = self.loop((node.comma, node.more), k)
+            none = self.union([self.build(node.more, some), k if node.allow_empty else None])
+        else:
+            some, none = k, (k if node.allow_empty else None)
+        for member, required in reversed(node.members):
+            written = self.build(member, some)
+            with_comma = self.build(node.comma, written)
+            none = self.union([written, None if required else none])
+            some = self.union([with_comma, None if required else some])
+        return none
+
+    def nullable(self, node: Node) -> bool:
+        """Whether ``node``'s language has the empty string."""
+        found = self.nullable_memo.get(id(node))
+        if found is None:
+            if isinstance(node, Lit):
+                found = not node.text
+            elif isinstance(node, Leaf):
+                dfa = leaf_dfa(node.text, self.alphabet)
+                found = dfa.start in dfa.finals
+            elif isinstance(node, Built):
+                dfa = built_dfa(node, self.alphabet, self.made)
+                found = dfa.start in dfa.finals
+            elif isinstance(node, Seq):
+                found = all(self.nullable(p) for p in node.parts)
+            elif isinstance(node, Alt):
+                found = any(self.nullable(p) for p in node.parts)
+            elif isinstance(node, Rep):
+                found = node.low == 0 or self.nullable(node.part)
+            elif isinstance(node, Members):
+                found = node.allow_empty and not any(required for _, required in node.members)
+            else:
+                raise TypeError(f"unknown node {node!r}")
+            self.nullable_memo[id(node)] = found
+        return found
+
+    # -- gluing ------------------------------------------------------------------------------
+    def graft(self, dfa: DFA, k: int) -> int | None:
+        """A copy of ``dfa`` in front of ``k``."""
+        transitions, finals = dfa.transitions, dfa.finals
+        if not finals:
+            return None
+        base = len(self.rows)
+        ids = []
+        joins = []
+        for q, row in enumerate(transitions):
+            if q in finals and not row:
+                ids.append(k)
+            else:
+                ids.append(base)
+                base += 1
+                if q in finals:
+                    joins.append(q)
+        to_id = ids.__getitem__
+        local = self.made.get(("profiles", id(dfa)))
+        profiles = local[1] if local is not None and local[0] is dfa else piece_profiles(dfa)
+        copied = self.copied
+        for q, row in enumerate(transitions):
+            if ids[q] != k:
+                copied[self.new(dict(zip(row, map(to_id, row.values()))))] = (profiles[q], ids)
+        for q in joins:
+            self.join(ids[q], k)
+        return ids[dfa.start]
+
+    def join(self, q: int, k: int) -> None:
+        """State ``q`` also goes on as ``k`` does (``q`` is a final state of a copied DFA)."""
+        self.copied.pop(q, None)  # its arcs are no longer the copied state's
+        if k in self.unfinished:  # a loop's state, filled in later
+            self.waiting[k].append(q)
+            self.unfinished.add(q)
+            return
+        row, more = self.rows[q], self.rows[k]
+        if not row.keys().isdisjoint(more):
+            # the copy may go on where the continuation starts (whitespace after a nullable whitespace leaf):
+            # the joined arcs would need the other copied states' joined arcs first, so the NFA route builds it
+            raise _NotDirect()
+        self.finals[q] = self.finals[k]
+        self.arcs += len(more)
+        self.made_by[self.stack[-1]] += len(more)
+        row.update(more)
+
+    def union(self, states) -> int | None:
+        """A state whose language is the union of the states' (a subset construction where they overlap)."""
+        members = frozenset(s for s in states if s is not None)
+        if len(members) <= 1:
+            return next(iter(members)) if members else None
+        found = self.unions.get(members)
+        if found is not None:
+            return found
+        first = self.new({})
+        self.unions[members] = first
+        todo = [(first, members)]
+        rows, finals, unions = self.rows, self.finals, self.unions
+        while todo:
+            state, subset = todo.pop()
+            if not self.unfinished.isdisjoint(subset):
+                raise _NotDirect()
+            row: dict[int, int] = {}
+            clash: dict[int, set[int]] = {}
+            final = False
+            for q in subset:
+                final = final or finals[q]
+                for symbol, target in rows[q].items():
+                    mine = row.get(symbol)
+                    if mine is None:
+                        row[symbol] = target
+                    elif mine != target:
+                        clash.setdefault(symbol, {mine}).add(target)
+            for symbol, targets in clash.items():
+                key = frozenset(targets)
+                target = unions.get(key)
+                if target is None:
+                    target = unions[key] = self.new({})
+                    todo.append((target, key))
+                row[symbol] = target
+            rows[state] = row
+            self.arcs += len(row)
+            self.made_by[self.stack[-1]] += len(row)
+            if self.arcs > MAX_ARCS:
+                self.failed_at = self.stack[-1]
+                raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
+            finals[state] = final
+        return first
+
+
+def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=None) -> DFA:
+    """The minimal DFA of the states of ``rows`` that ``start`` reaches (``finals[q]``: whether ``q`` is final),
+    numbered breadth-first; ``rename`` maps symbols to the ones the result uses.
+
+    Every stored state must reach a final state (the construction keeps only
+    such states), so two equivalent states are final alike and read the same
+    symbols: states start in blocks by finality and the set of symbols they
+    read.  Blocks of several states are then split by where their arcs lead
+    (Moore's refinement; a state's arcs grouped by target once, so a row of
+    two hundred bytes into three states costs three steps a round), and only
+    blocks with an arc into a state that moved are looked at again, until no
+    block splits: the coarsest stable partition, i.e. the minimal automaton.
+    The construction's automata are nearly minimal, so this settles in a few
+    rounds; past a budget of rounds (long chains of equal-looking states) the
+    reachable automaton goes to Hopcroft's :func:`~bpefst.automata.minimize`
+    instead, whose worst case is ``O(m log n)``.
+    """
+    order = [start]
+    seen = bytearray(len(rows))
+    seen[start] = 1
+    for q in order:  # grows while we iterate: breadth-first
+        row = rows[q]
+        for r in (set(row.values()) if len(row) > 4 else row.values()):
+            if not seen[r]:
+                seen[r] = 1
+                order.append(r)
+    blocks: dict[tuple, list[int]] = {}
+    for q in order:
+        blocks.setdefault((bool(finals[q]), frozenset(rows[q])), []).append(q)
+    block_of = [0] * len(rows)
+    groups: dict[int, list[int]] = {}  # blocks of two or more states
+    for i, members in enumerate(blocks.values()):
+        for q in members:
+            block_of[q] = i
+        if len(members) > 1:
+            groups[i] = members
+    count = len(blocks)
+    profiles: dict[int, list[tuple[int, frozenset]]] = {}  # state -> (target, symbols), for states in groups
+    for members in groups.values():
+        for q in members:
+            known = copied.get(q) if copied else None
+            if known is None:
+                profiles[q] = _profile(rows[q])
+            else:
+                ids = known[1]
+                profiles[q] = [(ids[t], symbols) for t, symbols in known[0]]
+    before: dict[int, list[int]] | None = None  # state -> the states of groups with an arc into it (made at the first move)
+    budget = 24 * len(profiles) + 1000  # signatures computed before giving the work to Hopcroft
+    check = set(groups)
+    while check:
+        moved = []
+        for b in check:
+            members = groups.get(b)
+            if members is None:
+                continue
+            budget -= len(members)
+            parts: dict[frozenset, list[int]] = {}
+            for q in members:
+                where: dict[int, frozenset] = {}
+                for t, symbols in profiles[q]:
+                    c = block_of[t]
+                    seen = where.get(c)
+                    where[c] = symbols if seen is None else seen | symbols
+                parts.setdefault(frozenset(where.items()), []).append(q)
+            if len(parts) == 1:
+                continue
+            del groups[b]
+            for i, part in enumerate(parts.values()):
+                if i:  # the first part keeps the block's number; the others move to new ones
+                    for q in part:
+                        block_of[q] = count
+                    moved.extend(part)
+                    label = count
+                    count += 1
+                else:
+                    label = b
+                if len(part) > 1:
+                    groups[label] = part
+        if budget < 0:
+            number = [0] * len(rows)
+            for i, q in enumerate(order):
+                number[q] = i
+            reachable = [dict(zip(rows[q], map(number.__getitem__, rows[q].values()))) for q in order]
+            dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
+            if rename is None:
+                return dfa
+            return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals,
+                       check=False)
+        if moved and before is None:
+            before = {}
+            for q, profile in profiles.items():
+                for t, _ in profile:
+                    before.setdefault(t, []).append(q)
+        check = {block_of[p] for q in moved for p in before.get(q, ())} if moved else set()
+    # the quotient, numbered by first appearance in the breadth-first order
+    new_id: dict[int, int] = {}
+    keep = []
+    for q in order:
+        b = block_of[q]
+        if b not in new_id:
+            new_id[b] = len(keep)
+            keep.append(q)
+    ids = [0] * len(rows)  # states outside ``order`` are never a target
+    for q in order:
+        ids[q] = new_id[block_of[q]]
+    to_id = ids.__getitem__
+    if rename is None:
+        out = [dict(zip(rows[q], map(to_id, rows[q].values()))) for q in keep]
+    else:
+        to_symbol = rename.__getitem__
+        out = [dict(zip(map(to_symbol, rows[q]), map(to_id, rows[q].values()))) for q in keep]
+    return DFA(out, 0, frozenset(i for i, q in enumerate(keep) if finals[q]), check=False)
+
+
+def spell(text: str, alphabet: Alphabet) -> tuple | None:
+    """The raw symbols that spell ``text`` in ``alphabet`` (None when a character cannot be spelled)."""
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return None
+    if isinstance(alphabet, ByteAlphabet):
+        return tuple(text.encode("utf-8"))
+    out = []
+    for char in text:
+        chain = determinize(alphabet.literal(ord(char)))
+        state = chain.start
+        while state not in chain.finals or chain.transitions[state]:
+            row = chain.transitions[state]
+            if len(row) != 1:
+                return None
+            (symbol, state), = row.items()
+            out.append(symbol)
+    return tuple(out)
 
 
 class _Builder:
@@ -68,6 +598,7 @@ class _Builder:
         self.uses = _count_uses(root)
         self.shared: dict[int, DFA] = {}  # id(node) -> its minimal DFA, for nodes used more than once (root keeps them alive)
         self.literals: dict[int, NFA] = {}
+        self.made: dict = {}
 
     def dfa(self, node: Node) -> DFA:
         """The minimal raw DFA of ``node`` (one NFA, determinized and minimized)."""
@@ -79,13 +610,15 @@ class _Builder:
 
     def emit(self, node: Node, arcs: list, eps: list, top: bool = False) -> tuple[int, list[int]]:
         """Add ``node``'s NFA to the tables; its start state and final states."""
-        if not top and self.uses[id(node)] > 1 and node.size >= SHARE_AT and not isinstance(node, Leaf):
+        if not top and self.uses[id(node)] > 1 and node.size >= SHARE_AT and not isinstance(node, (Leaf, Built)):
             found = self.shared.get(id(node))
             if found is None:
                 found = self.shared[id(node)] = self.dfa(node)
             return _copy_dfa(found, arcs, eps)
         if isinstance(node, Leaf):
             return _copy_dfa(leaf_dfa(node.text, self.alphabet), arcs, eps)
+        if isinstance(node, Built):
+            return _copy_dfa(built_dfa(node, self.alphabet, self.made), arcs, eps)
         if isinstance(node, Lit):
             return self.literal(node.text, arcs, eps)
         if isinstance(node, Seq):

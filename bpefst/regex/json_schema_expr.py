@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Node", "Leaf", "Lit", "Seq", "Alt", "Rep", "Members", "NOTHING", "render", "seq", "alt"]
+__all__ = ["Node", "Leaf", "Lit", "Built", "Seq", "Alt", "Rep", "Members", "NOTHING", "render", "seq", "alt"]
 
 
 class Node:
@@ -45,6 +45,19 @@ class Lit(Node):
     def __init__(self, text: str) -> None:
         self.text = text
         self.size = 4 * len(text) + 1
+
+
+class Built(Node):
+    """A language whose automaton comes ready-made: ``make(alphabet)`` returns its minimal DFA over the
+    alphabet's raw symbols, kept in a bounded cache under ``key`` (any value up to a depth, names other
+    than a listed few); ``graph`` (or a function returning it, called when rendered) describes the same
+    language for :func:`render`."""
+
+    __slots__ = ("key", "make", "graph")
+
+    def __init__(self, key, make, graph: Node, size: int) -> None:
+        self.key, self.make, self.graph = key, make, graph
+        self.size = size
 
 
 class Seq(Node):
@@ -149,6 +162,8 @@ def _render_one(n: Node, text) -> str:
         return f"(?:{n.text})"
     if isinstance(n, Lit):
         return re.escape(n.text)
+    if isinstance(n, Built):
+        return text(n.graph() if callable(n.graph) else n.graph)
     if isinstance(n, Seq):
         return "".join(text(p) for p in n.parts)
     if isinstance(n, Alt):

@@ -38,6 +38,81 @@ def other_names(names: list[str]) -> str:
     return '"' + _except(trie) + '"'
 
 
+def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
+    """The DFA over ``alphabet``'s raw symbols of :func:`other_names`, built directly (``with_profiles``: and
+    its states' arcs grouped by target, as :func:`~.json_schema_automaton.piece_profiles` gives them).
+
+    The product of the automaton of every quoted name (spelled one way) and a
+    trie of the listed spellings: while a prefix of a listed name is read, a
+    state per trie node; off the trie, the name automaton's own states.  A
+    listed name's closing quote leads nowhere.  Linear in the listed names'
+    length (each trie state copies one row of the name automaton).
+    """
+    from ..automata import DFA
+    from .json_schema_automaton import leaf_dfa, piece_profiles, spell
+
+    general = leaf_dfa('"' + NAME_CHAR + '*"', alphabet)
+    trie: list[dict[int, int]] = [{}]
+    ends: set[int] = set()
+    for name in names:
+        symbols = spell(json.dumps(name, ensure_ascii=False), alphabet)
+        if symbols is None:
+            continue  # a name the alphabet cannot spell is no document's name
+        node = 0
+        for symbol in symbols:
+            child = trie[node].get(symbol)
+            if child is None:
+                child = trie[node][symbol] = len(trie)
+                trie.append({})
+            node = child
+        ends.add(node)
+    rows = [dict(row) for row in general.transitions]  # off the trie: the name automaton itself
+    general_profiles = piece_profiles(general)
+    profiles = list(general_profiles)  # each state's arcs grouped by target (for the minimization)
+    finals = set(general.finals)
+    pairs: dict[tuple[int, int], int] = {}
+
+    def pair(g: int, t: int) -> int:
+        found = pairs.get((g, t))
+        if found is None:
+            found = pairs[(g, t)] = len(rows)
+            rows.append({})
+            profiles.append(None)
+            todo.append((g, t))
+        return found
+
+    todo: list[tuple[int, int]] = []
+    start = pair(general.start, 0)
+    while todo:
+        g, t = todo.pop()
+        state = pairs[(g, t)]
+        row = dict(general.transitions[g])
+        moved = {}
+        for symbol, child in trie[t].items():
+            target = row.get(symbol)
+            if target is None:
+                continue
+            if child in ends and not trie[child] and target in general.finals and not general.transitions[target]:
+                del row[symbol]  # the closing quote of a listed name
+                moved[symbol] = None
+            else:
+                row[symbol] = moved[symbol] = pair(target, child)
+        rows[state] = row
+        if moved:
+            out = frozenset(moved)
+            grouped = [(target, symbols - out) for target, symbols in general_profiles[g] if not symbols <= out]
+            grouped += [(target, frozenset((symbol,))) for symbol, target in moved.items() if target is not None]
+            profiles[state] = grouped
+        else:
+            profiles[state] = general_profiles[g]
+        if g in general.finals and t not in ends:
+            finals.add(state)
+    dfa = DFA(rows, start, frozenset(finals), check=False)
+    if with_profiles:
+        return dfa, profiles
+    return dfa
+
+
 def _except(node: dict) -> str:
     """Spellings, read from this trie node on, that do not end a name at a leaf marked ``None``."""
     children = [unit for unit in node if unit is not None]

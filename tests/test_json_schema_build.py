@@ -1,0 +1,268 @@
+"""JSON Schema built straight into a DFA (issue 27): open objects by default, the direct construction, its limits.
+
+Oracles: ``jsonschema`` both ways (documents sampled from the automaton
+validate; of a universe of candidates written in the generated form, listed
+members in schema order then extra members, exactly the valid ones are
+accepted), the pattern of the text route compiled by the regex compiler
+(language equivalence), and Hopcroft's ``minimize`` for the minimization.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import warnings
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpefst
+from bpefst.automata import DFA, minimize, trim
+from bpefst.automata.equivalence import counterexample
+from bpefst.automata.language import sampler
+from bpefst.regex import ByteAlphabet, CharAlphabet, compile_regex
+from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex
+from bpefst.regex.json_schema_automaton import MAX_ARCS, minimal
+from bpefst.regex.json_schema_names import other_names, other_names_dfa
+
+jsonschema = pytest.importorskip("jsonschema")
+Validator = jsonschema.Draft202012Validator
+
+
+def compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def quiet(function, *args, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SchemaWarning)
+        return function(*args, **options)
+
+
+NESTED = {"type": "object", "properties": {
+    "a": {"type": "integer", "minimum": 0, "maximum": 2},
+    "b": {"type": "object", "properties": {"c": {"type": "boolean"}}, "required": ["c"]},
+    "s": {"type": "string", "minLength": 1, "maxLength": 3}}, "required": ["a"]}
+
+
+# -- the direct construction has the language of the text route ----------------------------------------------------------
+SCHEMAS = [
+    NESTED,
+    {"anyOf": [{"type": "object", "properties": {"x": {"type": "integer"}}},
+               {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "null"}}, "required": ["y"]}]},
+    {"type": "array", "items": {"type": "object", "properties": {"k": {"enum": ["a", "ab", "b"]}}}, "maxItems": 3},
+    {"type": "object", "additionalProperties": {"type": "string", "maxLength": 2}, "properties": {"n": {"type": "null"}}},
+    {"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "properties": {"\u00e9t\u00e9": {"type": "null"}, "q\"": {"const": 1}}},
+    {"type": ["object", "string"], "properties": {"o": {}}, "maxLength": 5},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+@pytest.mark.parametrize("whitespace", [0, 2])
+@pytest.mark.parametrize("open_objects", [True, False])
+def test_direct_automaton_has_the_language_of_the_pattern(schema, whitespace, open_objects):
+    direct = quiet(schema_to_dfa, schema, whitespace=whitespace, max_depth=1, open_objects=open_objects)
+    text = quiet(schema_to_regex, schema, whitespace, max_depth=1, open_objects=open_objects)
+    assert counterexample(direct, compile_regex(text, ByteAlphabet())) is None
+
+
+def test_direct_automaton_over_a_character_alphabet_with_open_objects():
+    alphabet = CharAlphabet({c: i for i, c in enumerate('{}[]",:-0123456789abcdefilnrstuxyz')})
+    direct = schema_to_dfa(NESTED, alphabet, max_depth=1)
+    assert counterexample(direct, compile_regex(schema_to_regex(NESTED, max_depth=1), alphabet)) is None
+
+
+def test_the_direct_automaton_is_minimal():
+    for schema in SCHEMAS:
+        dfa = quiet(schema_to_dfa, schema, max_depth=1)
+        assert dfa.num_states == minimize(dfa).num_states
+
+
+# -- objects are open by default: extra members after the listed ones, both ways against jsonschema ----------------------
+def universe():
+    """Objects in the generated form: listed members in schema order (good and bad values), then extra members."""
+    extras = [{}, {"z": 1}, {"z": [1, {"y": None}]}, {"a ": "x", "bb": {"c": [True]}}, {"é": "ü"}]
+    out = []
+    for a, b, s, extra in itertools.product([None, 0, 3], [None, {"c": True}, {"c": 1}, {"c": False, "d": 2}, {}],
+                                            [None, "x", "", "xyzw"], extras):
+        doc = {k: v for k, v in (("a", a), ("b", b), ("s", s)) if v is not None}
+        doc.update(extra)
+        out.append(doc)
+    return out
+
+
+def test_open_objects_by_default_both_ways_against_jsonschema():
+    check = Validator(NESTED)
+    dfa = schema_to_dfa(NESTED)
+    valid = invalid = 0
+    for doc in universe():
+        accepted = dfa.accepts(compact(doc).encode())
+        if check.is_valid(doc):
+            valid += 1
+            assert accepted, compact(doc)
+        else:
+            invalid += 1
+            assert not accepted, compact(doc)
+    assert valid > 20 and invalid > 100
+
+
+def test_extra_members_come_after_the_listed_ones_and_never_repeat_them():
+    dfa = schema_to_dfa(NESTED)
+    assert dfa.accepts(b'{"a":1,"z":2}') and not dfa.accepts(b'{"z":2,"a":1}')  # the documented order
+    assert not dfa.accepts(b'{"a":1,"a":2}') and not dfa.accepts(b'{"a":1,"z":2,"s":"x"}')
+    assert not dfa.accepts(b'{"a":1,"\\u0061":2}')  # a listed name is spelled one way only
+
+
+def test_closed_objects_on_request():
+    dfa = schema_to_dfa(NESTED, open_objects=False)
+    assert dfa.accepts(b'{"a":1,"b":{"c":true}}')
+    assert not dfa.accepts(b'{"a":1,"z":2}') and not dfa.accepts(b'{"a":1,"b":{"c":true,"d":1}}')
+    assert not regex.fullmatch(schema_to_regex(NESTED, open_objects=False), '{"a":1,"z":2}')
+
+
+@pytest.mark.parametrize("schema", [NESTED, SCHEMAS[1], SCHEMAS[3], SCHEMAS[4]], ids=range(4))
+def test_sampled_documents_validate_and_have_extra_members(schema):
+    check = Validator(schema)
+    draw, rng = sampler(schema_to_dfa(schema, max_depth=2), 80), random.Random(7)
+    extras = 0
+    for _ in range(300):
+        found = draw(rng)
+        if found is None:
+            continue
+        document = json.loads(bytes(found).decode("utf-8"))
+        assert check.is_valid(document), document
+        listed = set(schema.get("properties", {})) | {"x", "y"}
+        extras += isinstance(document, dict) and bool(set(document) - listed)
+    assert extras > 10
+
+
+def test_extra_values_nest_up_to_max_depth():
+    schema = {"type": "object", "properties": {"a": {"type": "null"}}}
+    for depth in (0, 1, 2):
+        dfa = schema_to_dfa(schema, max_depth=depth)
+        assert dfa.accepts(compact({"z": [1] if depth else 1}).encode())
+        deep = 1
+        for _ in range(depth + 1):
+            deep = [deep]
+        assert not dfa.accepts(compact({"z": deep}).encode())
+
+
+@settings(max_examples=40, deadline=None)
+@given(low=st.integers(0, 6), span=st.integers(0, 6), text=st.text(alphabet="aé\"\\\n", max_size=14))
+def test_bounded_strings_against_jsonschema(low, span, text):
+    schema = {"type": "object", "properties": {"s": {"type": "string", "minLength": low, "maxLength": low + span}}}
+    dfa = schema_to_dfa(schema, max_depth=0)
+    for doc in ({"s": text}, {"s": text, "t": text}):
+        assert dfa.accepts(compact(doc).encode()) == Validator(schema).is_valid(doc), doc
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=st.integers(-(10 ** 20), 10 ** 20), digits=st.integers(1, 19))
+def test_integer_ranges_with_long_bounds_against_jsonschema(value, digits):
+    high = int("9" * digits) - 1234 if digits > 4 else int("9" * digits)
+    schema = {"type": "integer", "minimum": -high, "maximum": high}
+    dfa = schema_to_dfa(schema)
+    assert dfa.accepts(str(value).encode()) == Validator(schema).is_valid(value)
+
+
+# -- names other than the listed ones: the product of a trie and the name automaton ----------------------------------------
+names = st.lists(st.text(alphabet="ab\"\\\n\u00e9\u4e2d", min_size=0, max_size=4), max_size=6, unique=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(listed=names)
+def test_other_names_automaton_is_the_complement_pattern(listed):
+    direct = other_names_dfa(listed, ByteAlphabet())
+    assert counterexample(direct, compile_regex(other_names(listed), ByteAlphabet())) is None
+    for name in listed:
+        assert not direct.accepts(compact(name).encode())
+    assert direct.accepts(compact("".join(listed) + "x").encode())
+
+
+# -- the minimization: the coarsest partition, as Hopcroft's ---------------------------------------------------------------
+@st.composite
+def trim_dfas(draw):
+    n = draw(st.integers(1, 9))
+    rows = [{a: draw(st.integers(0, n - 1)) for a in draw(st.sets(st.integers(0, 3), max_size=4))} for _ in range(n)]
+    finals = draw(st.sets(st.integers(0, n - 1), min_size=1))
+    return trim(DFA(rows, 0, frozenset(finals)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(dfa=trim_dfas())
+def test_minimal_is_minimal(dfa):
+    if not dfa.finals:
+        return
+    finals = [q in dfa.finals for q in range(dfa.num_states)]
+    ours = minimal([dict(row) for row in dfa.transitions], dfa.start, finals)
+    assert counterexample(ours, dfa) is None
+    assert ours.num_states == minimize(dfa).num_states
+
+
+def test_minimal_renames_symbols_one_to_one():
+    dfa = schema_to_dfa(NESTED, ByteAlphabet({b: 1000 + b for b in range(256)}))
+    assert dfa.accepts([1000 + b for b in b'{"a":1,"z":2}'])
+
+
+# -- limits: checked while building, refused in one line naming the schema ------------------------------------------------
+def test_a_schema_past_the_arc_budget_is_refused_with_its_pointer():
+    schema = {"type": "object", "properties": {"ok": {"type": "null"}, "big": {"type": "string", "maxLength": 100_000}}}
+    with pytest.raises(SchemaError) as caught:
+        schema_to_dfa(schema)
+    message = str(caught.value)
+    assert "\n" not in message and "/properties/big" in message and f"{MAX_ARCS:,} arcs" in message
+
+
+def test_max_states_is_checked_while_building():
+    schema = {"type": "object", "properties": {"n": {"type": "array", "items": {"type": "string", "maxLength": 40}}}}
+    with pytest.raises(SchemaError) as caught:
+        schema_to_dfa(schema, max_states=100, open_objects=False)
+    message = str(caught.value)
+    assert "\n" not in message and "/properties/n/items" in message and "100 states" in message
+    assert schema_to_dfa(schema, max_states=10_000).accepts(b'{"n":["x"]}')
+
+
+def test_a_leaf_too_large_to_compile_is_refused_with_its_pointer():
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": "^(a|b){2000000}$"}}}
+    with pytest.raises(SchemaError) as caught:
+        schema_to_dfa(schema)
+    assert "\n" not in str(caught.value) and "/properties/p" in str(caught.value)
+
+
+# -- the API and the CLI take the same route -------------------------------------------------------------------------------
+@pytest.fixture()
+def byte_tok(tmp_path):
+    from bpefst.tokenizer import PRESETS, save_tokenizer
+    from small_models import random_byte_model
+
+    path = tmp_path / "byte.bpefst"
+    save_tokenizer(random_byte_model(21, alphabet=b'{}[]":,abcz01tru', num_merges=20, pattern=PRESETS["gpt2"]), path)
+    return path
+
+
+def test_promote_takes_open_objects_and_the_cli_closed_objects(tmp_path, byte_tok):
+    from cli_runner import assert_user_error, run
+
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
+    tokenizer = bpefst.load(byte_tok)
+    opened, closed = (bpefst.promote(tokenizer, json_schema=schema, open_objects=flag) for flag in (True, False))
+    extra = tokenizer.encode('{"a":true,"z":1}')
+    assert opened.accepts(extra) and not closed.accepts(extra)
+    assert opened.accepts(tokenizer.encode('{"a":true}')) and closed.accepts(tokenizer.encode('{"a":true}'))
+
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    for flags, open_ in (((), True), (("--closed-objects",), False)):
+        out = tmp_path / f"out{open_}.msgpack"
+        result = run("promote", str(byte_tok), "--json-schema", str(path), *flags, "-o", str(out))
+        assert result.returncode == 0, result.stderr.decode()
+        assert bpefst.load_automaton(out).accepts(extra) == open_
+    assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--closed-objects"),
+                      "--closed-objects applies to --json-schema")
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"type": "object", "properties": {"s": {"type": "string", "maxLength": 100_000}}}))
+    assert_user_error(run("promote", str(byte_tok), "--json-schema", str(big)), "JSON Schema /properties/s")
