@@ -338,6 +338,27 @@ def assert_same_promotion_loops(model, patterns) -> None:
         assert_same_walk(pattern.transitions, trie, keep=reachable)
 
 
+def test_the_chunked_pattern_is_refused_at_the_lattice_arc_limit(small_tokenizer, monkeypatch) -> None:
+    """A chunked pattern with more arcs on symbols than max_arcs is refused with the lattice's limit, on both
+    engines alike, before its rows are made: each such arc is an arc of the lattice (base symbols are tokens)."""
+    model = small_tokenizer.model
+    trie, chunker = SpellingTrie.from_model(model), chunker_for("gpt2")
+    for name, pattern in real_patterns(model).items():
+        pattern = trim(pattern)
+        chunked = pure_chunked(pattern, model, chunker)
+        arcs = sum(len(row) - (BOUNDARY in row) for row in chunked.transitions)
+        lattice = sum(len(tokens) * len(pairs) for tokens, pairs in agnostic._groups_by_walks(chunked.transitions, trie))
+        assert lattice >= arcs > 0, name
+        for engine in ("compiled", "pure"):
+            if engine == "pure":
+                monkeypatch.setattr(native, "core", None)
+            assert as_value(pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=arcs)) == as_value(chunked)
+            with pytest.raises(ArcLimitExceeded, match="token lattice") as refused:
+                pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=arcs - 1)
+            assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1))
+            monkeypatch.undo()
+
+
 def test_real_patterns_over_a_small_trained_tokenizer(small_tokenizer) -> None:
     model = small_tokenizer.model
     assert model.pattern == PRESETS["gpt2"]

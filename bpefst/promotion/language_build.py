@@ -49,7 +49,7 @@ def check_mode(mode: str) -> None:
 
 
 def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str | None,
-                     max_states: int | None) -> tuple[DFA, bool]:
+                     max_states: int | None, max_arcs: int | None = None) -> tuple[DFA, bool]:
     """The automaton the canonical constructions read, and whether pre-tokenization cuts some match.
 
     With a ``pretokenizer`` (its pattern text; canonical modes only) the
@@ -58,11 +58,13 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     pattern is the pattern again, minimized, and the whole-match
     constructions apply.  ``canonical-direct`` does not model
     pre-tokenization and refuses a pattern whose matches are cut.
+    ``max_arcs`` (the token lattice's limit) refuses a chunked pattern with
+    more arcs than that before its rows are made (:func:`.pretokenized.chunked_pattern`).
     """
     chunker = chunker_or_whole(pattern, model, pretokenizer) if mode != "agnostic" else None
     if chunker is None:
         return trim(pattern), False
-    chunked = chunked_pattern(pattern, model, chunker, max_states)
+    chunked = chunked_pattern(pattern, model, chunker, max_states, max_arcs)
     if not any(BOUNDARY in row for row in chunked.transitions):
         return minimize(chunked), False
     if mode == "canonical-direct":

@@ -53,7 +53,7 @@ from ..errors import BpefstError
 from ..regex import alphabet_for, compile_regex
 from ..regex.utf8 import utf8_dfa
 from ..tokenizer import PRESETS, BPEModel
-from .agnostic import SpellingTrie, token_rows
+from .agnostic import LATTICE, SpellingTrie, token_rows
 from .canonical import banned_view, set_bits, token_mask
 from .chunking import RULES, Chunker, chunker_for, rules_for
 
@@ -86,7 +86,8 @@ def _require_single_whitespace_chunk(pattern: DFA, model: BPEModel) -> None:
 
 
 # ---------------------------------------------------------------- step 1: the chunked pattern
-def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states: int | None = None) -> DFA:
+def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states: int | None = None,
+                    max_arcs: int | None = None) -> DFA:
     """``pattern x chunker`` over base symbols and :data:`BOUNDARY` (trimmed).
 
     A state is ``(pattern state, chunker state, decoder state)``; the decoder
@@ -94,13 +95,21 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     empty text is zero chunks: it is accepted when the pattern accepts it.
     On the compiled core the product and the trim run there
     (``bpefst._core.chunk_product``); :func:`_chunked_pattern` is its pure twin.
+
+    ``max_arcs`` bounds the token lattice promotion builds next, and every
+    arc of the chunked pattern on a symbol is one of its arcs (base symbols
+    are tokens): past it the lattice's ArcLimitExceeded is raised here, before
+    the rows are made (a JSON Schema's chunked pattern can have 40 million).
     """
     values, decoder = _symbol_values(model, chunker)
     if native.core is not None:
-        chunked = _chunked_natively(pattern, values, decoder, chunker, max_states)
+        chunked = _chunked_natively(pattern, values, decoder, chunker, max_states, max_arcs)
         if chunked is not None:
             return chunked
-    return _chunked_pattern(pattern, _symbol_stepper(values, decoder, chunker), chunker, max_states)
+    chunked = _chunked_pattern(pattern, _symbol_stepper(values, decoder, chunker), chunker, max_states)
+    if max_arcs is not None and sum(len(row) - (BOUNDARY in row) for row in chunked.transitions) > max_arcs:
+        raise ArcLimitExceeded(LATTICE, max_arcs)
+    return chunked
 
 
 def _chunked_pattern(pattern: DFA, step_symbol, chunker: Chunker, max_states: int | None) -> DFA:
@@ -137,7 +146,7 @@ CHUNKED = "the chunked pattern"
 
 
 def _chunked_natively(pattern: DFA, values: dict[int, int], decoder: list[dict[int, int]] | None, chunker: Chunker,
-                      max_states: int | None) -> DFA | None:
+                      max_states: int | None, max_arcs: int | None = None) -> DFA | None:
     """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols."""
     symbol_map = native.symbol_table(values)
     if symbol_map is None:
@@ -150,10 +159,14 @@ def _chunked_natively(pattern: DFA, values: dict[int, int], decoder: list[dict[i
     for c in chunker.dfa.finals:
         chunk_finals[c] = 1
     limit = -1 if max_states is None else min(max(max_states, 0), 1 << 62)
+    arcs_limit = -1 if max_arcs is None else min(max(max_arcs, 0), 1 << 62)
     found = native.core.chunk_product(pattern.transitions, pattern.start, finals, symbol_map, packed_decoder,
-                                      packed_chunks, chunker.boundary, chunker.dfa.start, chunk_finals, BOUNDARY, limit)
+                                      packed_chunks, chunker.boundary, chunker.dfa.start, chunk_finals, BOUNDARY, limit,
+                                      arcs_limit)
     if found is None:
         raise StateLimitExceeded(CHUNKED, max_states)
+    if found is False:
+        raise ArcLimitExceeded(LATTICE, max_arcs)
     rows, start, finals_found = found
     if rows is None:
         return DFA.empty_language()

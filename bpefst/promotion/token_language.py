@@ -104,7 +104,7 @@ class TokenLanguage:
             name = "chunked pattern" if self.pretokenize and self.mode != "agnostic" and self.model.pattern else "pattern"
             pretokenizer = self.model.pattern if self.pretokenize else None
             self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode, pretokenizer,
-                                                                           self.limits.max_states))
+                                                                           self.limits.max_states, self.limits.max_arcs))
         return self._source
 
     def _the_product(self):

@@ -895,8 +895,10 @@ static int32_t product_number(Product *x, int32_t p, int32_t c, int32_t d) {
 }
 
 /* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals,
- *               boundary, max_states) -> (rows, start, finals) of the trimmed chunked pattern; rows is None
- * for the empty language; the whole result is None once more than max_states (>= 0) states are numbered.
+ *               boundary, max_states, max_arcs=-1) -> (rows, start, finals) of the trimmed chunked pattern;
+ * rows is None for the empty language; the whole result is None once more than max_states (>= 0) states
+ * are numbered, and False when the trimmed pattern has more than max_arcs (>= 0) arcs on symbols (every
+ * one of them is an arc of the token lattice: base symbols are tokens), before any Python row is made.
  *
  *   finals        one byte per pattern state (1: final)
  *   symbol_map    symbol -> its byte (byte-level; decoder holds 256 entries per decoder state) or its atom
@@ -910,10 +912,10 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     PyObject *transitions, *boundary;
     Py_ssize_t start;
     int atoms, chunk_start;
-    long long max_states;
+    long long max_states, max_arcs = -1;
     Py_buffer v_finals = {0}, v_map = {0}, v_decoder = {0}, v_chunks = {0}, v_chunk_finals = {0};
-    if (!PyArg_ParseTuple(args, "Ony*y*y*y*iiy*OL:chunk_product", &transitions, &start, &v_finals, &v_map, &v_decoder,
-                          &v_chunks, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states))
+    if (!PyArg_ParseTuple(args, "Ony*y*y*y*iiy*OL|L:chunk_product", &transitions, &start, &v_finals, &v_map, &v_decoder,
+                          &v_chunks, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states, &max_arcs))
         return NULL;
     PyObject *result = NULL;
     Rows rows = {0};
@@ -1109,6 +1111,18 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     if (!coacc[product_start]) {
         result = Py_BuildValue("(Oii)", Py_None, 0, 0);
         goto done;
+    }
+    if (max_arcs >= 0) {
+        long long arcs = 0;
+        for (Py_ssize_t s = 0; s < states; s++)
+            if (new_id[s] >= 0)
+                for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++)
+                    arcs += arc_from.data[a] >= 0 && new_id[arc_target.data[a]] >= 0;
+        if (arcs > max_arcs) {
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
     }
     target_object = calloc((size_t)kept + 1, sizeof(PyObject *));
     PyObject *out_rows = target_object ? PyList_New(kept) : NULL, *out_finals = NULL;
