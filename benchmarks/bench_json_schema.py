@@ -120,8 +120,8 @@ class Ours:
     def set_up(self, dfa, schema=None):
         started = time.perf_counter()
         if schema is not None:  # the user's route: promote(...).guide()
-            guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth,
-                                          open_objects=self.open_objects).guide()
+            guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth,  # open where it fits
+                                          open_objects=None if self.open_objects else False).guide()
         else:  # the translated DFA as one language, its guide (what promote(json_schema=...) builds)
             guided = TokenLanguage(dfa, self.model, "canonical", self.model.pattern is not None).guide(stop_ids=self.stops)
         if guided.start is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -105,7 +106,8 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 2, strict: bool = True, open_objects: bool = True, mode: str = "canonical", pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
+            max_depth: int = 2, strict: bool = True, open_objects: bool | None = None, mode: str = "canonical",
+            pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS, cache_dir: str | os.PathLike | None = None,
             parts: PartsCache | None = None) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
@@ -113,7 +115,11 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     values the schema leaves open nest at most ``max_depth`` arrays/objects and a recursive ``$ref`` is followed
     that often; ``strict=False`` drops the keywords an automaton cannot honour, with a warning, instead of refusing;
     an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
-    reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.
+    reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.  With the default
+    ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_arcs``
+    is promoted with its objects closed instead, with a :class:`~bpefst.regex.json_schema.SchemaWarning`
+    saying so (extra members are what makes most real-world schemas too large over a 50k-100k vocabulary);
+    ``open_objects=True`` refuses it instead.
 
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
     match, following its pre-tokenization unless ``pretokenize=False``),
@@ -134,15 +140,33 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
         raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
     if json_schema is not None and regex is None:  # built directly from the schema, without pattern text
-        from .regex.json_schema import schema_to_dfa
+        from .automata.errors import ArcLimitExceeded, StateLimitExceeded
+        from .regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa
 
-        pattern = schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
-                                open_objects=open_objects, max_states=max_states)
-        # the schema and the options name the language in cache_dir, as a regex's text does
-        source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, "open" if open_objects else
-                                              "closed"], sort_keys=True, default=str)
-        return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts,
-                             source=source, cache_dir=cache_dir)
+        def language(open_objects: bool) -> TokenLanguage:
+            pattern = schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
+                                    open_objects=open_objects, max_states=max_states)
+            # the schema and the options name the language in cache_dir, as a regex's text does
+            source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, "open" if open_objects else
+                                                  "closed"], sort_keys=True, default=str)
+            built = TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts,
+                                  source=source, cache_dir=cache_dir)
+            if open_objects is not False and mode == "canonical":
+                built.on_demand()  # its lattice's limits decide here, not at the first guide()
+            return built
+
+        if open_objects is not None:
+            return language(open_objects)
+        try:
+            return language(True)
+        except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as too_large:
+            if isinstance(too_large, SchemaError) and "limit exceeded" not in str(too_large):
+                raise  # refused for what it says, not for its size: closing objects would not help
+            closed = language(False)
+            warnings.warn(SchemaWarning(f"objects closed (no members beyond the listed ones): with extra members the "
+                                        f"language is too large ({too_large}); open_objects=True refuses instead"),
+                          stacklevel=2)
+            return closed
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts, source=text,

@@ -279,3 +279,28 @@ def test_promote_a_json_schema_and_decode_with_stop_ids(encodings) -> None:
         assert not language.accepts(ref.encode_ordinary(document)), document
     with pytest.raises(bpefst.BpefstError, match="/properties/x"):
         bpefst.promote(enc, json_schema={"type": "object", "properties": {"x": {"type": "integer", "multipleOf": 3}}})
+
+
+def test_promote_a_json_schema_closes_objects_only_when_open_ones_are_too_large(encodings) -> None:
+    """open_objects=None (the default): open objects as JSON Schema reads them where the language fits its
+    limits, else closed with a SchemaWarning; open_objects=True refuses instead; False closes them."""
+    import warnings
+
+    from bpefst.automata.errors import ArcLimitExceeded
+    from bpefst.regex.json_schema import SchemaWarning
+
+    enc, ref = encodings["gpt2"], oracle("gpt2")
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
+    listed, extra = ref.encode_ordinary('{"a":true}'), ref.encode_ordinary('{"a":true,"b":1}')
+    closed = bpefst.promote(enc, json_schema=schema, max_depth=1, open_objects=False)
+    assert closed.accepts(listed) and not closed.accepts(extra)
+    closed_arcs = sum(len(tokens) * len(pairs) for tokens, pairs in closed.on_demand().groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SchemaWarning)
+        opened = bpefst.promote(enc, json_schema=schema, max_depth=1)  # fits: open, no warning
+    assert opened.accepts(listed) and opened.accepts(extra)
+    with pytest.warns(SchemaWarning, match="objects closed"):
+        fallback = bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=closed_arcs)
+    assert fallback.accepts(listed) and not fallback.accepts(extra)
+    with pytest.raises(ArcLimitExceeded):
+        bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=closed_arcs, open_objects=True)
