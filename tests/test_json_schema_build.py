@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import warnings
 
 import pytest
 import regex
@@ -27,19 +26,10 @@ from bpefst.regex import ByteAlphabet, CharAlphabet, compile_regex
 from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex
 from bpefst.regex.json_schema_automaton import MAX_ARCS, minimal
 from bpefst.regex.json_schema_names import other_names, other_names_dfa
+from test_json_schema_automaton import compact, quiet
 
 jsonschema = pytest.importorskip("jsonschema")
 Validator = jsonschema.Draft202012Validator
-
-
-def compact(value) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def quiet(function, *args, **options):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SchemaWarning)
-        return function(*args, **options)
 
 
 NESTED = {"type": "object", "properties": {
