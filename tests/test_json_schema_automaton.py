@@ -114,15 +114,19 @@ def test_open_objects_accept_extra_members_both_ways():
     assert not dfa.accepts(b'{"a":1,"a":1}')  # an extra member never repeats a listed name
 
 
+def sampled_documents(dfa, longest: int, seed: int, tries: int = 300):
+    """Documents drawn from ``dfa``'s language (texts up to ``longest`` symbols), parsed."""
+    draw, rng = sampler(dfa, longest), random.Random(seed)
+    for _ in range(tries):
+        found = draw(rng)
+        if found is not None:
+            yield json.loads(bytes(found).decode("utf-8"))
+
+
 def test_generated_documents_of_open_objects_validate():
     check = Validator(OPEN)
-    draw, rng = sampler(schema_to_dfa(OPEN, max_depth=2, open_objects=True), 60), random.Random(3)
     extras = 0
-    for _ in range(300):
-        found = draw(rng)
-        if found is None:
-            continue
-        document = json.loads(bytes(found).decode("utf-8"))
+    for document in sampled_documents(schema_to_dfa(OPEN, max_depth=2, open_objects=True), 60, 3):
         assert check.is_valid(document), document
         extras += len(set(document) - {"a", "b"}) > 0
     assert extras > 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 
 import pytest
 import regex
@@ -21,12 +20,11 @@ from hypothesis import strategies as st
 import bpefst
 from bpefst.automata import DFA, minimize, trim
 from bpefst.automata.equivalence import counterexample
-from bpefst.automata.language import sampler
 from bpefst.regex import ByteAlphabet, CharAlphabet, compile_regex
 from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex
 from bpefst.regex.json_schema_automaton import MAX_ARCS, minimal
 from bpefst.regex.json_schema_names import other_names, other_names_dfa
-from test_json_schema_automaton import compact, quiet
+from test_json_schema_automaton import compact, quiet, sampled_documents
 
 jsonschema = pytest.importorskip("jsonschema")
 Validator = jsonschema.Draft202012Validator
@@ -117,13 +115,8 @@ def test_closed_objects_on_request():
 @pytest.mark.parametrize("schema", [NESTED, SCHEMAS[1], SCHEMAS[3], SCHEMAS[4]], ids=range(4))
 def test_sampled_documents_validate_and_have_extra_members(schema):
     check = Validator(schema)
-    draw, rng = sampler(schema_to_dfa(schema, max_depth=2), 80), random.Random(7)
     extras = 0
-    for _ in range(300):
-        found = draw(rng)
-        if found is None:
-            continue
-        document = json.loads(bytes(found).decode("utf-8"))
+    for document in sampled_documents(schema_to_dfa(schema, max_depth=2), 80, 7):
         assert check.is_valid(document), document
         listed = set(schema.get("properties", {})) | {"x", "y"}
         extras += isinstance(document, dict) and bool(set(document) - listed)
