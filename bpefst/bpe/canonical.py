@@ -96,6 +96,10 @@ class CanonicalAutomaton:
         """
         raise NotImplementedError
 
+    def banned_bytes(self, u: int) -> bytes | None:
+        """``BANNED(u)`` as little-endian bytes where an encoding keeps it so (for masks made as bytes), else None."""
+        return None
+
     def allowed_mask(self, state: int) -> int:
         """``allowed_next`` as a bitset (bit ``v`` set iff ``v`` may follow)."""
         mask = 0

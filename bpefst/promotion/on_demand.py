@@ -219,9 +219,9 @@ class OnDemandCanonical:
     def packed_mask(self, state: int, length: int) -> bytes | None:
         """``allowed_mask(state)`` as ``length`` little-endian bytes, made without a Python int of the whole
         vocabulary where A_BPE computes on the compiled core (else None: use allowed_mask)."""
-        banned_bytes = getattr(self.automaton, "banned_bytes", None)
-        if banned_bytes is None or native.core is None:
+        if native.core is None:
             return None
+        banned_bytes = self.automaton.banned_bytes
         pairs = []
         for q, u in self._states[state]:
             good = self._good_bytes.get((q, length))
