@@ -7,6 +7,9 @@
 * ``chunk_product`` (pattern x chunker x UTF-8 decoder, trimmed) against
   :func:`bpefst.promotion.pretokenized._chunked_pattern`: the same DFA, state
   numbers, row order and state limit;
+* ``solve_liveness`` (``src/core/liveness.h``) against
+  :class:`bpefst.promotion.on_demand._Liveness`: the same ``good`` bitsets and
+  the same ``filed`` groups in the same order, so the same state numbering;
 
 on random DFAs over random tries (hypothesis), on real patterns (an e-mail
 regex, a JSON schema) over a tokenizer trained on ``fixtures/corpus.txt``
@@ -35,7 +38,7 @@ from bpefst import native
 from bpefst.automata import DFA, trim
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.automata.errors import ArcLimitExceeded, StateLimitExceeded
-from bpefst.promotion import agnostic, pretokenized
+from bpefst.promotion import agnostic, on_demand, pretokenized
 from bpefst.promotion.agnostic import SpellingTrie
 from bpefst.promotion.canonical import token_mask
 from bpefst.promotion.chunking import chunker_for
@@ -357,6 +360,74 @@ def test_the_chunked_pattern_is_refused_at_the_lattice_arc_limit(small_tokenizer
                 pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=arcs - 1)
             assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1))
             monkeypatch.undo()
+
+
+# ---------------------------------------------------------------- liveness
+def liveness_inputs(model, pattern, preset="gpt2"):
+    """What :class:`~bpefst.promotion.on_demand.OnDemandCanonical` hands the liveness solve."""
+    automaton = build_canonical(MergeForest.from_model(model))
+    chunked = pure_chunked(trim(pattern), model, chunker_for(preset))
+    groups = agnostic.walk_groups(chunked, SpellingTrie.from_model(model), keep=automaton.reachable)
+    cut = [row.get(BOUNDARY) for row in chunked.transitions]
+    return groups, len(chunked.transitions), chunked.finals, cut, automaton
+
+
+def assert_same_liveness(groups, n, finals, cut, automaton) -> None:
+    compiled = on_demand.solve_liveness(groups, n, finals, cut, automaton, engine="compiled")
+    pure = on_demand.solve_liveness(groups, n, finals, cut, automaton, engine="pure")
+    assert compiled[0] == pure[0]
+    assert compiled[1] == pure[1]
+    # equal bitsets come out as one object on both engines (memory: string states share their good set)
+    assert len({id(g) for g in compiled[0]}) == len(set(compiled[0])) == len({id(g) for g in pure[0]})
+
+
+def test_liveness_matches_the_pure_fixpoint_on_real_patterns(small_tokenizer) -> None:
+    for name, pattern in real_patterns(small_tokenizer.model).items():
+        inputs = liveness_inputs(small_tokenizer.model, pattern)
+        assert any(inputs[0]) and any(g for g in on_demand.solve_liveness(*inputs, engine="compiled")[0]), name
+        assert_same_liveness(*inputs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_liveness_matches_the_pure_fixpoint_on_random_patterns(seed, data) -> None:
+    model = byte_model(seed % 3)
+    assert_same_liveness(*liveness_inputs(model, data.draw(byte_patterns(model))))
+
+
+def test_liveness_over_gpt2_matches_and_shares_equal_sets() -> None:
+    model = load_tokenizer(require_shared() / "gpt2" / "vocab.json")
+    open_schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer"}}}
+    for pattern in (compile_regex(EMAIL, alphabet_for(model)), schema_to_dfa(open_schema, alphabet_for(model))):
+        inputs = liveness_inputs(model, pattern)
+        assert_same_liveness(*inputs)
+
+
+def liveness_arguments(**change):
+    arguments = {"checker": build_canonical(MergeForest.from_model(byte_model(0))).pair_checker(), "n": 3,
+                 "finals": [2], "cut": [None, None, None], "groups": [([0, 1], {0: 1, 1: 2})]}
+    arguments.update(change)
+    return list(arguments.values())
+
+
+def test_a_well_formed_liveness_solve_runs() -> None:
+    """A chain 0 -> 1 -> 2 (final): the arcs into the final state are good; those into 1 where 0 or 1 may
+    follow them (a single byte is followed canonically by some single byte)."""
+    groups = [([0, 1], {0: 1, 1: 2})]
+    automaton = build_canonical(MergeForest.from_model(byte_model(0)))
+    good, filed = core.solve_liveness(*liveness_arguments())
+    assert (good, filed) == on_demand.solve_liveness(groups, 3, {2}, [None, None, None], automaton, engine="pure")
+    assert good[1] == 0b11 and good[2] == 0 and good[0] != 0
+
+
+@pytest.mark.parametrize("change", [
+    {"checker": object()}, {"n": -1}, {"finals": [3]}, {"finals": ["2"]}, {"cut": [None]}, {"cut": [None, 5, None]},
+    {"groups": [([0, 1], {0: 7})]}, {"groups": [([1 << 40], {0: 1})]}, {"groups": [([-1], {0: 1})]},
+    {"groups": [[0, 1]]}, {"groups": [([0], [(0, 1)])]}, {"groups": [("ab", {0: 1})]},
+])
+def test_a_liveness_solve_refuses_arguments_that_lie(change) -> None:
+    with pytest.raises((TypeError, ValueError, IndexError, OverflowError)):
+        core.solve_liveness(*liveness_arguments(**change))
 
 
 def test_real_patterns_over_a_small_trained_tokenizer(small_tokenizer) -> None:

@@ -56,6 +56,17 @@ class CanonicalAutomaton:
         self.forest = forest
         self.reachable = forest.reachable
         self.stats: dict[str, object] = {}
+        self._pair_checker = None
+
+    def pair_checker(self):
+        """The compiled canonical-pair test over this forest (``bpefst._core.PairChecker``, the twin of
+        :func:`~.compatibility.compatible_before`), built on first use; None without the compiled core
+        or for a forest past its id range."""
+        from .. import native
+
+        if self._pair_checker is None and native.core is not None and self.forest.size <= native.CORE_MAX_ID:
+            self._pair_checker = native.pair_checker(self.forest)
+        return self._pair_checker
 
     # -- the automaton ------------------------------------------------------------------
 

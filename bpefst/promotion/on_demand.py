@@ -42,6 +42,7 @@ the order they are first reached, and rows are computed once and kept.
 
 from __future__ import annotations
 
+from collections import deque
 from itertools import repeat
 
 from .. import native
@@ -74,9 +75,7 @@ class OnDemandCanonical:
         if not all(pairs for _, pairs in groups):  # (a transform no state takes); kept groups have tokens
             groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
         self.groups = groups
-        liveness = _Liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
-        self.good = liveness.solve()
-        self._filed = liveness.filed
+        self.good, self._filed = solve_liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
         self._pattern_rows, self._spellings = chunked.transitions, trie.spellings or trie._spell_all()
         self._begin(chunked.start)
@@ -272,13 +271,24 @@ class _Finals:
         return any(q in finals_q for q, _ in self.states[state])
 
 
+def solve_liveness(groups, n_states: int, finals, cut, automaton: CanonicalAutomaton, engine: str | None = None
+                   ) -> tuple[list[int], list[list[tuple[list[int], int]]]]:
+    """``(good, filed)``: the fixpoint of the module docstring, and per lattice state the groups of good
+    tokens with their target in the order found.  On the compiled core (``bpefst._core.solve_liveness``)
+    where it runs and ``engine`` allows, else :class:`_Liveness`; both give the same lists."""
+    checker = automaton.pair_checker() if native.choose(engine) == "compiled" else None
+    if checker is not None:
+        return native.core.solve_liveness(checker, n_states, sorted(finals), list(cut), groups)
+    liveness = _Liveness(groups, n_states, finals, cut, automaton)
+    return liveness.solve(), liveness.filed
+
+
 class _Liveness:
     """The fixpoint ``good[q]`` of the module docstring, as bitsets over token ids."""
 
     def __init__(self, groups, n_states: int, finals, cut, automaton: CanonicalAutomaton):
         self.groups, self.finals, self.cut, self.automaton = groups, finals, cut, automaton
         self.n = n_states
-        self.masks = _token_masks([tokens for tokens, _ in groups])
         self.preds: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]  # r -> [(group, q)]
         for g, (_, pairs) in enumerate(groups):
             for q, r in pairs.items():
@@ -293,13 +303,18 @@ class _Liveness:
         self._class_sizes: dict[int, int] = {}
 
     def solve(self) -> list[int]:
-        """Grow ``good`` from the final states: whole groups first, token checks only when nothing opens."""
+        """Grow ``good`` from the final states: whole groups first, token checks only when nothing opens.
+
+        The work order is fixed (finals in ascending order, then a first-in first-out queue of the
+        states whose ``good`` grew), so ``filed`` comes out the same from this loop and from its
+        compiled twin ``bpefst._core.solve_liveness``."""
+        masks = self.masks = _token_masks([tokens for tokens, _ in self.groups])
         good = self.good = [0] * self.n
         is_open = self.is_open = bytearray(self.n)
         self.filed: list[list[tuple[list[int], int]]] = [[] for _ in range(self.n)]  # q -> (good tokens, r) as found
-        self.dirty: set[int] = set()  # targets, not open, whose good[r] grew since their tokens were checked
+        self.dirty = _WorkQueue(self.n)  # targets, not open, whose good[r] grew since their tokens were checked
         self.waiting: dict[tuple[int, int], list[int]] | None = None
-        for r in self.finals:
+        for r in sorted(self.finals):
             self._open(r)
         for r, after in enumerate(self.cut):  # a chunk may end at r, and the text with it
             if after is not None and after in self.finals and not is_open[r]:
@@ -308,7 +323,7 @@ class _Liveness:
         for r in range(self.n):
             if not is_open[r]:
                 for g, q in self.preds[r]:
-                    if self.masks[g] & ~good[q]:
+                    if masks[g] & ~good[q]:
                         waiting[(g, q)] = self.groups[g][0]
         self.waiting = waiting
         while self.dirty:
@@ -326,7 +341,7 @@ class _Liveness:
                         if self._grow(q, token_mask(settled)):
                             for r0 in self.cut_preds[q]:
                                 self._open(r0)
-        return good
+        return _shared(good)
 
     def _open(self, r: int) -> None:
         """Every arc into ``r`` is good (``r`` is final, or a chunk may end there and the text go on)."""
@@ -336,7 +351,6 @@ class _Liveness:
             if self.is_open[r]:
                 continue
             self.is_open[r] = 1
-            self.dirty.discard(r)
             for g, q in self.preds[r]:
                 if self.waiting is not None:
                     self.waiting.pop((g, q), None)
@@ -352,7 +366,7 @@ class _Liveness:
             return False
         self.good[q] = after
         if not self.is_open[q]:
-            self.dirty.add(q)
+            self.dirty.push(q)
         return not before
 
     def settle(self, pending: list[int], r: int) -> list[int]:
@@ -406,6 +420,33 @@ class _Liveness:
         if good.bit_count() <= len(found[1]):
             return False
         return any(compatible_before(forest, t, v) for v in set_bits(good))
+
+
+class _WorkQueue:
+    """States waiting to be worked on, first in first out, each at most once at a time."""
+
+    def __init__(self, n: int):
+        self._queue: deque[int] = deque()
+        self._queued = bytearray(n)
+
+    def __bool__(self) -> bool:
+        return bool(self._queue)
+
+    def push(self, r: int) -> None:
+        if not self._queued[r]:
+            self._queued[r] = 1
+            self._queue.append(r)
+
+    def pop(self) -> int:
+        r = self._queue.popleft()
+        self._queued[r] = 0
+        return r
+
+
+def _shared(bitsets: list[int]) -> list[int]:
+    """``bitsets`` with equal values made one object (string states of a JSON pattern share their ``good``)."""
+    seen: dict[int, int] = {}
+    return [seen.setdefault(b, b) for b in bitsets]
 
 
 def _token_masks(token_lists: list[list[int]]) -> list[int]:

@@ -38,6 +38,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include "validate.h"
 #include "banned.h"
 #include "promote.h"
+#include "liveness.h"
 
 typedef struct {
     uint32_t *ids;
@@ -807,6 +808,8 @@ static PyMethodDef module_methods[] = {
     {"chunk_product", chunk_product, METH_VARARGS,
      "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
      "max_states) -> (rows, start, finals) of the trimmed chunked pattern, or None past max_states (promotion)."},
+    {"solve_liveness", solve_liveness, METH_VARARGS,
+     "solve_liveness(checker, n, finals, cut, groups) -> (good, filed) of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},
 };
 

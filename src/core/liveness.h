@@ -1,0 +1,580 @@
+/* The liveness fixpoint of the on-demand canonical promotion: the compiled twin of
+ * bpefst/promotion/on_demand.py's _Liveness.solve, which explains the equations.
+ *
+ * good[q] is the set of tokens of lattice state q whose arc leads on to a final state by a canonical
+ * sequence.  A state r is *open* when a chunk may end there (every arc into it is good, group by group);
+ * otherwise a token t of an arc q -t-> r is good once some v in good[r] may follow t (the pair (t, v) is
+ * canonical: PairChecker's spine walk, seed 000 Sec. 6.5).  The fixpoint grows good from the finals
+ * backwards.  The work order is the pure loop's, step for step (finals ascending, then a first-in
+ * first-out queue of the states whose good grew), so `filed` (per q, the (tokens, r) lists in the order
+ * they were found) comes out identical, and with it the numbering of the states expanded later.
+ *
+ * Good sets are bitsets of uint64 words, and equal sets are one set held by every state with that value
+ * (a JSON pattern's string states number thousands and hold a handful of values): a state's set grows in
+ * place while it is its only holder, and otherwise moves to the equal set if one exists, or to a copy.
+ * A token's check first tries the follower that answered its last check (good sets share their short
+ * tokens), then every token of good[r], lowest first.
+ */
+#ifndef BPEFST_LIVENESS_H
+#define BPEFST_LIVENESS_H
+
+#include "validate.h"
+
+typedef struct {
+    uint32_t *tokens, count; /* the tokens of this (group, q) not yet known good */
+    uint8_t owned, waiting;  /* tokens allocated here (else the group's); listed among the waiting */
+} Pending;
+
+typedef struct {
+    uint64_t *bits, hash; /* hash: the XOR of its tokens' mixes, kept as tokens are added */
+    uint32_t count, refs; /* its size; the states holding it */
+} GoodSet;
+
+typedef struct {
+    PairChecker *checker;
+    uint32_t n, words, groups, pairs;
+    uint32_t *group_start, *group_token;      /* group -> its tokens */
+    PyObject **group_list;                     /* group -> its token list (borrowed from the caller) */
+    uint32_t *pair_group, *pair_q;             /* pair -> (group, q); its target is the state it is filed under */
+    uint32_t *pred_start, *pred;               /* r -> the pairs into r, in the caller's order */
+    int32_t *cut;                              /* r -> the state r may cut to, or -1 */
+    uint32_t *cut_pred_start, *cut_pred;       /* r' -> the states cutting to r' */
+    int32_t *good;                             /* q -> its set in `sets`, or -1 while empty */
+    GoodSet *sets;                             /* the distinct good sets, shared by the states holding them */
+    uint32_t set_count, set_capacity, free_sets, *free_set;
+    int32_t *table;                            /* open addressing over sets by hash: -1 free, -2 deleted */
+    size_t table_size, table_used;
+    uint32_t *fresh, fresh_count;              /* grow's scratch: the tokens new to a set */
+    uint64_t *marked;                          /* grow's scratch: a bitset of them, cleared after use */
+    uint8_t *open, *queued;
+    uint32_t *queue, queue_head, queue_tail, queue_length; /* a ring of n slots: a state queued at most once */
+    uint32_t *stack;                           /* _open's stack: a state is pushed at most once per opening */
+    size_t stack_size;
+    int32_t *answered;                         /* token -> the follower that answered its last check, or -1 */
+    Pending *pending;
+    PyObject *filed;                           /* q -> [(tokens, r), ...] */
+} Liveness;
+
+static void liveness_free(Liveness *l) {
+    if (l->sets)
+        for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits);
+    PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
+    if (l->pending)
+        for (uint32_t p = 0; p < l->pairs; p++)
+            if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
+    PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list);
+    PyMem_Free(l->pair_group), PyMem_Free(l->pair_q), PyMem_Free(l->pred_start), PyMem_Free(l->pred);
+    PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
+    PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
+    PyMem_Free(l->stack), PyMem_Free(l->answered), PyMem_Free(l->pending);
+    Py_XDECREF(l->filed);
+}
+
+static int state_of(PyObject *item, uint32_t n, uint32_t *state) {
+    if (!PyLong_Check(item)) {
+        PyErr_SetString(PyExc_TypeError, "solve_liveness: states must be ints");
+        return -1;
+    }
+    long value = PyLong_AsLong(item);
+    if (value == -1 && PyErr_Occurred()) return -1;
+    if (value < 0 || (unsigned long)value >= n) {
+        PyErr_SetString(PyExc_IndexError, "solve_liveness: a state outside 0 .. n - 1");
+        return -1;
+    }
+    *state = (uint32_t)value;
+    return 0;
+}
+
+/* Read the groups [(tokens, {q: r})]: tokens packed per group, pairs numbered in the caller's order. */
+static int liveness_read_groups(Liveness *l, PyObject *groups) {
+    Py_ssize_t G = PyList_GET_SIZE(groups);
+    size_t tokens = 0, pairs = 0;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        PyObject *group = PyList_GET_ITEM(groups, g);
+        if (!PyTuple_Check(group) || PyTuple_GET_SIZE(group) != 2 || !PyList_Check(PyTuple_GET_ITEM(group, 0)) ||
+            !PyDict_Check(PyTuple_GET_ITEM(group, 1))) {
+            PyErr_SetString(PyExc_TypeError, "solve_liveness: groups are (list of tokens, dict q -> r) pairs");
+            return -1;
+        }
+        tokens += (size_t)PyList_GET_SIZE(PyTuple_GET_ITEM(group, 0));
+        pairs += (size_t)PyDict_Size(PyTuple_GET_ITEM(group, 1));
+    }
+    if (pairs >= UINT32_MAX || tokens >= UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many lattice arcs");
+        return -1;
+    }
+    l->groups = (uint32_t)G, l->pairs = (uint32_t)pairs;
+    l->group_start = PyMem_Malloc(((size_t)G + 1) * 4), l->group_token = PyMem_Malloc(tokens * 4 + 4);
+    l->group_list = PyMem_Malloc((size_t)G * sizeof(PyObject *) + 1);
+    l->pair_group = PyMem_Malloc(pairs * 4 + 4), l->pair_q = PyMem_Malloc(pairs * 4 + 4);
+    uint32_t *pair_r = PyMem_Malloc(pairs * 4 + 4);
+    l->pred_start = PyMem_Calloc((size_t)l->n + 1, 4), l->pred = PyMem_Malloc(pairs * 4 + 4);
+    l->pending = PyMem_Calloc(pairs + 1, sizeof(Pending));
+    if (!l->group_start || !l->group_token || !l->group_list || !l->pair_group || !l->pair_q || !pair_r ||
+        !l->pred_start || !l->pred || !l->pending) {
+        PyMem_Free(pair_r);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t k = 0, p = 0;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        PyObject *group = PyList_GET_ITEM(groups, g), *list = PyTuple_GET_ITEM(group, 0), *q_obj, *r_obj;
+        l->group_start[g] = (uint32_t)k;
+        l->group_list[g] = list;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+            if (id_of(PyList_GET_ITEM(list, i), l->checker->size, &l->group_token[k++])) goto fail;
+        Py_ssize_t at = 0;
+        while (PyDict_Next(PyTuple_GET_ITEM(group, 1), &at, &q_obj, &r_obj)) {
+            if (p >= pairs) { /* (the dict grew under us: only a misbehaving caller) */
+                PyErr_SetString(PyExc_RuntimeError, "solve_liveness: a group changed while read");
+                goto fail;
+            }
+            if (state_of(q_obj, l->n, &l->pair_q[p]) || state_of(r_obj, l->n, &pair_r[p])) goto fail;
+            l->pair_group[p] = (uint32_t)g;
+            l->pred_start[pair_r[p] + 1]++;
+            p++;
+        }
+    }
+    l->group_start[G] = (uint32_t)k;
+    if (p != pairs) {
+        PyErr_SetString(PyExc_RuntimeError, "solve_liveness: a group changed while read");
+        goto fail;
+    }
+    for (uint32_t r = 0; r < l->n; r++) l->pred_start[r + 1] += l->pred_start[r];
+    uint32_t *fill = PyMem_Malloc((size_t)l->n * 4 + 4);
+    if (!fill) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(fill, l->pred_start, (size_t)l->n * 4);
+    for (p = 0; p < pairs; p++) l->pred[fill[pair_r[p]]++] = (uint32_t)p;
+    PyMem_Free(fill), PyMem_Free(pair_r);
+    return 0;
+fail:
+    PyMem_Free(pair_r);
+    return -1;
+}
+
+static int liveness_read_cut(Liveness *l, PyObject *cut) {
+    if (!PyList_Check(cut) || (size_t)PyList_GET_SIZE(cut) != l->n) {
+        PyErr_SetString(PyExc_ValueError, "solve_liveness: cut must be a list of n states or None");
+        return -1;
+    }
+    l->cut = PyMem_Malloc((size_t)l->n * 4 + 4), l->cut_pred_start = PyMem_Calloc((size_t)l->n + 1, 4);
+    l->cut_pred = PyMem_Malloc((size_t)l->n * 4 + 4);
+    if (!l->cut || !l->cut_pred_start || !l->cut_pred) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t r = 0; r < l->n; r++) {
+        PyObject *item = PyList_GET_ITEM(cut, r);
+        uint32_t after;
+        l->cut[r] = -1;
+        if (item == Py_None) continue;
+        if (state_of(item, l->n, &after)) return -1;
+        l->cut[r] = (int32_t)after;
+        l->cut_pred_start[after + 1]++;
+    }
+    for (uint32_t r = 0; r < l->n; r++) l->cut_pred_start[r + 1] += l->cut_pred_start[r];
+    uint32_t *fill = PyMem_Malloc((size_t)l->n * 4 + 4);
+    if (!fill) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(fill, l->cut_pred_start, (size_t)l->n * 4);
+    for (uint32_t r = 0; r < l->n; r++)
+        if (l->cut[r] >= 0) l->cut_pred[fill[l->cut[r]]++] = r;
+    PyMem_Free(fill);
+    return 0;
+}
+
+static inline int has_bit(const uint64_t *bits, uint32_t v) { return bits && (bits[v >> 6] >> (v & 63) & 1); }
+
+static inline const uint64_t *good_bits(const Liveness *l, uint32_t q) {
+    return l->good[q] < 0 ? NULL : l->sets[l->good[q]].bits;
+}
+
+static inline uint64_t token_mix(uint32_t v) {
+    uint64_t h = ((uint64_t)v + 1) * 0x9E3779B97F4A7C15ull;
+    return h ^ h >> 31;
+}
+
+static void push_dirty(Liveness *l, uint32_t q) {
+    if (l->queued[q]) return;
+    l->queued[q] = 1;
+    l->queue[l->queue_tail] = q;
+    l->queue_tail = l->queue_tail + 1 == l->n ? 0 : l->queue_tail + 1;
+    l->queue_length++;
+}
+
+static inline size_t table_home(const Liveness *l, uint64_t hash) { return (size_t)(hash ^ hash >> 32) & (l->table_size - 1); }
+
+static void table_remove(Liveness *l, uint32_t set) {
+    for (size_t k = table_home(l, l->sets[set].hash);; k = (k + 1) & (l->table_size - 1))
+        if (l->table[k] == (int32_t)set) {
+            l->table[k] = -2;
+            return;
+        }
+}
+
+static int table_insert(Liveness *l, uint32_t set);
+
+static int table_grow(Liveness *l) {
+    int32_t *old = l->table;
+    size_t old_size = l->table_size;
+    l->table_size = old_size ? 2 * old_size : 1024;
+    while (l->table_size < 4 * (size_t)(l->set_count - l->free_sets + 1)) l->table_size *= 2;
+    l->table = PyMem_Malloc(l->table_size * sizeof(int32_t));
+    if (!l->table) {
+        l->table = old, l->table_size = old_size;
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < l->table_size; k++) l->table[k] = -1;
+    l->table_used = 0;
+    for (size_t k = 0; k < old_size; k++)
+        if (old[k] >= 0) table_insert(l, (uint32_t)old[k]);
+    PyMem_Free(old);
+    return 0;
+}
+
+static int table_insert(Liveness *l, uint32_t set) {
+    if (2 * (l->table_used + 1) > l->table_size && table_grow(l)) return -1;
+    size_t k = table_home(l, l->sets[set].hash);
+    while (l->table[k] >= 0) k = (k + 1) & (l->table_size - 1);
+    if (l->table[k] == -1) l->table_used++;
+    l->table[k] = (int32_t)set;
+    return 0;
+}
+
+/* The set equal to `base` (NULL: empty) plus the fresh tokens, if there is one: its hash and size say
+ * where to look, and it holds all of base and every fresh token. */
+static int32_t table_find(const Liveness *l, const uint64_t *base, uint64_t hash, uint32_t count) {
+    for (size_t k = table_home(l, hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
+        int32_t other = l->table[k];
+        if (other < 0 || l->sets[other].hash != hash || l->sets[other].count != count) continue;
+        const uint64_t *bits = l->sets[other].bits;
+        uint32_t i = 0, w = 0;
+        while (i < l->fresh_count && has_bit(bits, l->fresh[i])) i++;
+        if (base)
+            while (w < l->words && !(base[w] & ~bits[w])) w++;
+        if (i == l->fresh_count && (!base || w == l->words)) return other;
+    }
+    return -1;
+}
+
+static void release_set(Liveness *l, int32_t set) {
+    if (set < 0 || --l->sets[set].refs) return;
+    table_remove(l, (uint32_t)set);
+    PyMem_Free(l->sets[set].bits);
+    l->sets[set].bits = NULL;
+    l->free_set[l->free_sets++] = (uint32_t)set;
+}
+
+static int32_t new_set(Liveness *l, const uint64_t *copy) {
+    uint64_t *bits = PyMem_Malloc((size_t)l->words * 8);
+    if (!bits) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (copy) memcpy(bits, copy, (size_t)l->words * 8);
+    else memset(bits, 0, (size_t)l->words * 8);
+    uint32_t set;
+    if (l->free_sets) {
+        set = l->free_set[--l->free_sets];
+    } else {
+        if (l->set_count == l->set_capacity) {
+            uint32_t capacity = l->set_capacity ? 2 * l->set_capacity : 256;
+            GoodSet *sets = PyMem_Realloc(l->sets, capacity * sizeof(GoodSet));
+            uint32_t *free_set = PyMem_Realloc(l->free_set, capacity * sizeof(uint32_t));
+            if (sets) l->sets = sets;
+            if (free_set) l->free_set = free_set;
+            if (!sets || !free_set) {
+                PyMem_Free(bits);
+                PyErr_NoMemory();
+                return -1;
+            }
+            l->set_capacity = capacity;
+        }
+        set = l->set_count++;
+    }
+    l->sets[set] = (GoodSet){bits, 0, 0, 1};
+    return (int32_t)set;
+}
+
+/* good[q] |= tokens; 1 when good[q] was empty and is not now, 0 otherwise, -1 when out of memory. */
+static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count) {
+    int32_t held = l->good[q];
+    const uint64_t *base = held < 0 ? NULL : l->sets[held].bits;
+    uint64_t hash = held < 0 ? 0 : l->sets[held].hash;
+    l->fresh_count = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t v = tokens[i];
+        if (has_bit(base, v) || has_bit(l->marked, v)) continue;
+        l->marked[v >> 6] |= (uint64_t)1 << (v & 63);
+        l->fresh[l->fresh_count++] = v;
+        hash ^= token_mix(v);
+    }
+    for (uint32_t i = 0; i < l->fresh_count; i++) l->marked[l->fresh[i] >> 6] = 0;
+    if (!l->fresh_count) return 0;
+    uint32_t size = (held < 0 ? 0 : l->sets[held].count) + l->fresh_count;
+    int32_t set = table_find(l, base, hash, size);
+    if (set >= 0) {
+        l->sets[set].refs++;
+        release_set(l, held);
+    } else {
+        if (held >= 0 && l->sets[held].refs == 1) { /* its only holder: grown in place */
+            set = held;
+            table_remove(l, (uint32_t)set);
+        } else {
+            set = new_set(l, base);
+            if (set < 0) return -1;
+            release_set(l, held);
+        }
+        uint64_t *bits = l->sets[set].bits;
+        for (uint32_t i = 0; i < l->fresh_count; i++) bits[l->fresh[i] >> 6] |= (uint64_t)1 << (l->fresh[i] & 63);
+        l->sets[set].hash = hash, l->sets[set].count = size;
+        if (table_insert(l, (uint32_t)set)) return -1;
+    }
+    l->good[q] = set;
+    if (!l->open[q]) push_dirty(l, q);
+    return held < 0;
+}
+
+static int file(Liveness *l, uint32_t q, PyObject *tokens, uint32_t r) {
+    PyObject *entry = Py_BuildValue("(OI)", tokens, r);
+    if (!entry) return -1;
+    int rc = PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
+    Py_DECREF(entry);
+    return rc;
+}
+
+/* Every arc into r is good, and every state that an opened state's growth lets cut opens in turn. */
+static int open_state(Liveness *l, uint32_t start, int waiting_built) {
+    size_t top = 0;
+    l->stack[top++] = start;
+    while (top) {
+        uint32_t r = l->stack[--top];
+        if (l->open[r]) continue;
+        l->open[r] = 1;
+        for (uint32_t k = l->pred_start[r]; k < l->pred_start[r + 1]; k++) {
+            uint32_t p = l->pred[k], g = l->pair_group[p], q = l->pair_q[p];
+            if (waiting_built) l->pending[p].waiting = 0;
+            if (file(l, q, l->group_list[g], r)) return -1;
+            int became = grow(l, q, l->group_token + l->group_start[g], l->group_start[g + 1] - l->group_start[g]);
+            if (became < 0) return -1;
+            if (became)
+                for (uint32_t j = l->cut_pred_start[q]; j < l->cut_pred_start[q + 1]; j++) {
+                    uint32_t r0 = l->cut_pred[j];
+                    if (l->open[r0]) continue;
+                    if (top == l->stack_size) {
+                        size_t size = 2 * l->stack_size;
+                        uint32_t *stack = PyMem_Realloc(l->stack, size * 4);
+                        if (!stack) {
+                            PyErr_NoMemory();
+                            return -1;
+                        }
+                        l->stack = stack, l->stack_size = size;
+                    }
+                    l->stack[top++] = r0;
+                }
+        }
+    }
+    return 0;
+}
+
+/* May some token of good[r] follow t? */
+static int follows(Liveness *l, uint32_t t, uint32_t r) {
+    const uint64_t *bits = good_bits(l, r);
+    if (!bits) return 0;
+    int32_t last = l->answered[t];
+    if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
+    for (uint32_t w = 0; w < l->words; w++)
+        for (uint64_t x = bits[w]; x; x &= x - 1) {
+            uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
+            if ((int32_t)v != last && canonical_pair(l->checker, t, v)) {
+                l->answered[t] = (int32_t)v;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* The pending tokens of pair p that may now go on to good[r]: filed, added to good[q], the rest kept. */
+static int settle(Liveness *l, uint32_t p, uint32_t r) {
+    Pending *pending = &l->pending[p];
+    uint32_t count = pending->count, kept = 0, found = 0;
+    uint32_t *rest = PyMem_Malloc((size_t)count * 4 + 4), *settled = PyMem_Malloc((size_t)count * 4 + 4);
+    if (!rest || !settled) {
+        PyMem_Free(rest), PyMem_Free(settled);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t t = pending->tokens[i];
+        if (follows(l, t, r)) settled[found++] = t;
+        else rest[kept++] = t;
+    }
+    int rc = 0;
+    if (found) {
+        uint32_t q = l->pair_q[p];
+        PyObject *list = PyList_New(found);
+        if (!list) goto done;
+        for (uint32_t i = 0; i < found; i++) {
+            PyObject *token = PyLong_FromUnsignedLong(settled[i]);
+            if (!token) {
+                Py_DECREF(list);
+                goto failed;
+            }
+            PyList_SET_ITEM(list, i, token);
+        }
+        rc = file(l, q, list, r);
+        Py_DECREF(list);
+        if (rc) goto done;
+        if (pending->owned) PyMem_Free(pending->tokens);
+        pending->tokens = rest, pending->count = kept, pending->owned = 1;
+        rest = NULL;
+        int became = grow(l, q, settled, found);
+        if (became < 0) goto failed;
+        if (became)
+            for (uint32_t j = l->cut_pred_start[q]; j < l->cut_pred_start[q + 1]; j++)
+                if (open_state(l, l->cut_pred[j], 1)) goto failed;
+    }
+    goto done;
+failed:
+    rc = -1;
+done:
+    PyMem_Free(rest), PyMem_Free(settled);
+    return rc;
+}
+
+static PyObject *bitset_int(const uint64_t *bits, uint32_t words) {
+    while (words && !bits[words - 1]) words--;
+    PyObject *packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)words * 8);
+    if (!packed) return NULL;
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(packed);
+    for (uint32_t w = 0; w < words; w++)
+        for (int b = 0; b < 8; b++) out[8 * w + b] = (uint8_t)(bits[w] >> (8 * b));
+    PyObject *value = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "Os", packed, "little");
+    Py_DECREF(packed);
+    return value;
+}
+
+/* good[q] as Python ints: one int per distinct set, held by every state with that value. */
+static PyObject *liveness_good(Liveness *l) {
+    PyObject **value = PyMem_Calloc((size_t)l->set_count + 1, sizeof(PyObject *));
+    PyObject *good = PyList_New(l->n), *zero = PyLong_FromLong(0);
+    if (!value || !good || !zero) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto fail;
+    }
+    for (uint32_t q = 0; q < l->n; q++) {
+        int32_t set = l->good[q];
+        PyObject *item = set < 0 ? zero : value[set];
+        if (!item && !(item = value[set] = bitset_int(l->sets[set].bits, l->words))) goto fail;
+        Py_INCREF(item);
+        PyList_SET_ITEM(good, q, item);
+    }
+    for (uint32_t k = 0; k < l->set_count; k++) Py_XDECREF(value[k]);
+    PyMem_Free(value), Py_DECREF(zero);
+    return good;
+fail:
+    if (value)
+        for (uint32_t k = 0; k < l->set_count; k++) Py_XDECREF(value[k]);
+    PyMem_Free(value), Py_XDECREF(good), Py_XDECREF(zero);
+    return NULL;
+}
+
+/* solve_liveness(checker, n, finals, cut, groups) -> (good, filed); see the file's comment. */
+static PyObject *solve_liveness(PyObject *module, PyObject *args) {
+    PyObject *checker, *finals, *cut, *groups, *result = NULL;
+    Py_ssize_t states;
+    if (!PyArg_ParseTuple(args, "O!nO!O!O!:solve_liveness", &PairCheckerType, &checker, &states, &PyList_Type, &finals,
+                          &PyList_Type, &cut, &PyList_Type, &groups))
+        return NULL;
+    if (states < 0 || states != PyList_GET_SIZE(cut)) {
+        PyErr_SetString(PyExc_ValueError, "solve_liveness: n must be the number of states, one cut per state");
+        return NULL;
+    }
+    uint32_t n = (uint32_t)states;
+    Liveness l = {0};
+    l.checker = (PairChecker *)checker;
+    if (!checker_ready(l.checker)) return NULL;
+    l.n = n, l.words = (l.checker->size + 63) / 64;
+    if (n == 0) return Py_BuildValue("([][])");
+    l.good = PyMem_Malloc((size_t)n * sizeof(int32_t));
+    l.fresh = PyMem_Malloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_Calloc(l.words + 1, 8);
+    l.open = PyMem_Calloc(n, 1), l.queued = PyMem_Calloc(n, 1), l.queue = PyMem_Malloc((size_t)n * 4);
+    l.stack_size = 64, l.stack = PyMem_Malloc(l.stack_size * 4);
+    l.answered = PyMem_Malloc((size_t)l.checker->size * 4);
+    l.filed = PyList_New(n);
+    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (uint32_t t = 0; t < l.checker->size; t++) l.answered[t] = -1;
+    for (uint32_t q = 0; q < n; q++) l.good[q] = -1;
+    if (table_grow(&l)) goto done;
+    for (uint32_t q = 0; q < n; q++) {
+        PyObject *list = PyList_New(0);
+        if (!list) goto done;
+        PyList_SET_ITEM(l.filed, q, list);
+    }
+    if (liveness_read_cut(&l, cut) || liveness_read_groups(&l, groups)) goto done;
+
+    uint8_t *final = PyMem_Calloc(n, 1);
+    if (!final) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(finals); i++) { /* ascending, as the caller sorted them */
+        uint32_t r;
+        if (state_of(PyList_GET_ITEM(finals, i), n, &r) || open_state(&l, r, 0)) {
+            PyMem_Free(final);
+            goto done;
+        }
+        final[r] = 1;
+    }
+    for (uint32_t r = 0; r < n; r++) /* a chunk may end at r, and the text with it */
+        if (l.cut[r] >= 0 && final[l.cut[r]] && !l.open[r] && open_state(&l, r, 0)) {
+            PyMem_Free(final);
+            goto done;
+        }
+    PyMem_Free(final);
+    for (uint32_t r = 0; r < n; r++) { /* the arcs into states not open wait for their tokens' checks */
+        if (l.open[r]) continue;
+        for (uint32_t k = l.pred_start[r]; k < l.pred_start[r + 1]; k++) {
+            uint32_t p = l.pred[k], g = l.pair_group[p], q = l.pair_q[p];
+            const uint32_t *tokens = l.group_token + l.group_start[g];
+            uint32_t count = l.group_start[g + 1] - l.group_start[g];
+            for (uint32_t i = 0; i < count; i++)
+                if (!has_bit(good_bits(&l, q), tokens[i])) {
+                    l.pending[p] = (Pending){(uint32_t *)tokens, count, 0, 1};
+                    break;
+                }
+        }
+    }
+    size_t rounds = 0;
+    while (l.queue_length) {
+        uint32_t r = l.queue[l.queue_head];
+        l.queue_head = l.queue_head + 1 == n ? 0 : l.queue_head + 1;
+        l.queue_length--;
+        l.queued[r] = 0;
+        if (++rounds % 4096 == 0 && PyErr_CheckSignals()) goto done;
+        if (l.open[r]) continue;
+        for (uint32_t k = l.pred_start[r]; k < l.pred_start[r + 1]; k++) {
+            uint32_t p = l.pred[k];
+            if (l.pending[p].waiting && l.pending[p].count && settle(&l, p, r)) goto done;
+        }
+    }
+    PyObject *good = liveness_good(&l);
+    if (good) {
+        result = PyTuple_Pack(2, good, l.filed);
+        Py_DECREF(good);
+    }
+done:
+    liveness_free(&l);
+    return result;
+}
+
+#endif
