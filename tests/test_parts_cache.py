@@ -249,8 +249,8 @@ def damaged_files(path: Path, model, other_model):
     tables["trie"]["tokens"] = tables["trie"]["tokens"][:-1]  # consistent checksum, inconsistent tables
     forged = msgpack.packb(tables, use_bin_type=True)
     tables = msgpack.unpackb(document["body"], raw=False, strict_map_key=False)
-    tables["automaton"]["explicit"]["blocks"] = [b"\x78\x01" + b"\0" * 20]
-    bad_blocks = msgpack.packb(tables, use_bin_type=True)
+    tables["automaton"]["explicit"]["index"] = b"\xff" * len(tables["automaton"]["explicit"]["index"])  # no such piece
+    bad_pieces = msgpack.packb(tables, use_bin_type=True)
     return [
         ("empty", b""),
         ("truncated", good[: len(good) // 2]),
@@ -261,7 +261,7 @@ def damaged_files(path: Path, model, other_model):
         ("another kind", rewritten(kind="guide-cache")),
         ("another tokenizer", rewritten(fingerprint=other_model.fingerprint)),
         ("forged tables", rewritten(body=forged, sha256=hashlib.sha256(forged).hexdigest())),
-        ("forged blocks", rewritten(body=bad_blocks, sha256=hashlib.sha256(bad_blocks).hexdigest())),
+        ("forged pieces", rewritten(body=bad_pieces, sha256=hashlib.sha256(bad_pieces).hexdigest())),
     ]
 
 

@@ -178,11 +178,11 @@ class SpellingTrie:
             raise ValueError("the trie's tables differ in length")
         if {*map(type, children), *map(type, steps), type(spellings)} != {dict}:
             raise TypeError("a trie node is not a map")
-        if sum(map(len, tokens)) != len(spellings) or max(map(max, filter(None, map(dict.values, children))), default=0) >= nodes:
+        if sum(map(len, tokens)) != len(spellings) or sum(map(len, children)) != nodes - 1:
             raise ValueError("the trie's nodes or tokens do not hold together")
         trie = cls(children, tokens, spellings)
         trie._steps, trie._chain_lists = steps, chain_lists
-        trie._chains = [{symbol: (rest, token, end, rest_id) for symbol, rest, token, end, rest_id in listed}
+        trie._chains = [{symbol: (rest, token, end, rest_id) for symbol, rest, token, end, rest_id in listed} if listed else {}
                         for listed in chain_lists]
         trie._subtrees = Subtrees.from_tables(tables["subtrees"], spellings)
         if len(trie._subtrees.alphabet_id) != nodes:

@@ -138,7 +138,7 @@ class Subtrees:
         index._by_length = {}
         for length, tokens in tables["by_length"]:
             keys = list(map(spellings.__getitem__, tokens))
-            if any(len(key) != length for key in keys):
+            if keys and set(map(len, keys)) != {length}:
                 raise ValueError("subtree index lists a token under another length")
             index._by_length[length] = (keys, list(tokens))
         return index
