@@ -184,9 +184,7 @@ class SpellingTrie:
         trie._steps, trie._chain_lists = steps, chain_lists
         trie._chains = [{symbol: (rest, token, end, rest_id) for symbol, rest, token, end, rest_id in listed} if listed else {}
                         for listed in chain_lists]
-        trie._subtrees = Subtrees.from_tables(tables["subtrees"], spellings)
-        if len(trie._subtrees.alphabet_id) != nodes:
-            raise ValueError("the subtree index is for another trie")
+        trie._subtrees = Subtrees.from_tables(tables["subtrees"], spellings, nodes)
         if native.core is not None:
             walker = tables["walker"]
             trie._walker = None if walker is None else native.trie_walker_of(

@@ -111,8 +111,8 @@ class Subtrees:
     def to_tables(self) -> dict:
         """The index as msgpack-ready values; :meth:`from_tables` rebuilds it without sorting the spellings.
 
-        The spellings themselves are not stored: per spelled length only the token ids in their order, and
-        the loader looks each spelling up in the tokenizer's own table (the same tuples the trie holds).
+        The spellings themselves are not stored here: per spelled length only the token ids in their order,
+        whose spellings the loader looks up in the trie's (the same tuples, as when built).
         """
         nodes = [node for node, alphabet in enumerate(self.alphabet_id) if alphabet != NOT_INDEXED]
         return {
@@ -123,11 +123,13 @@ class Subtrees:
         }
 
     @classmethod
-    def from_tables(cls, tables: dict, spellings: dict[int, tuple[int, ...]]) -> "Subtrees":
-        """The index :meth:`to_tables` wrote, over the same trie; raises (ValueError, KeyError, ...) on tables
-        that do not fit it (the caller treats any exception as a damaged file)."""
+    def from_tables(cls, tables: dict, spellings: dict[int, tuple[int, ...]], nodes: int) -> "Subtrees":
+        """The index :meth:`to_tables` wrote, over the same trie (of ``nodes`` nodes, whose ``spellings`` are
+        given); raises (ValueError, KeyError, ...) on tables that do not fit it (the caller treats any
+        exception as a damaged file)."""
+        if tables["nodes"] != nodes:
+            raise ValueError("the subtree index is for another trie")
         index = cls.__new__(cls)
-        nodes = tables["nodes"]
         index.alphabets = [frozenset(alphabet) for alphabet in tables["alphabets"]]
         index.alphabet_id, index.height = [NOT_INDEXED] * nodes, [0] * nodes
         index._prefix = {}
