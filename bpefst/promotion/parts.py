@@ -22,8 +22,9 @@ tables) and, for an explicit A_BPE (vocabularies up to 65,536 tokens), the
 token classes and their banned bitsets.  What is cheaper to make again than to
 read is made again: the merge forest (tens of milliseconds on the compiled
 core), the implicit A_BPE's banned-set index, the tokenizer's spellings.
-Measured in fresh processes, from the model loaded to the parts warm: GPT-2
-2.0 s built, 0.5 s read; cl100k 1.9 s built, 0.5 s read (benchmarks/bench_guided.py).
+Measured in fresh processes on 2 cores, from the model loaded to the parts
+warm: GPT-2 1.9 s built, 0.5 s read (a 29 MB file); cl100k 1.4 s built, 0.6 s
+read (12 MB); benchmarks/bench_guided.py prints both.
 
 The file is a msgpack map with the header of bpefst's artifacts (format, kind
 ``tokenizer-parts``, schema version, tokenizer fingerprint) and a body packed
