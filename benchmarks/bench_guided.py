@@ -7,6 +7,10 @@ cl100k, it measures for bpefst (canonical, on demand: the route of
 ``bpefst.promote(...).guide()``), outlines-core 0.2.14 (``Index`` + ``Guide``) and llguidance
 (``LLMatcher``, when its wheel is installed):
 
+* **per vocabulary**: our spelling trie and A_BPE with their indexes, built
+  (in this process, once), and read from the disk cache a ``cache_dir`` keeps
+  them in (``from disk``: a fresh process, model loaded beforehand, best of N);
+  beside them the peers' per-vocabulary objects.
 * **first mask**: from the regex (or schema) to the first packed int32 bitmask
   written, with the per-vocabulary objects built once beforehand (our spelling
   trie and A_BPE, outlines' ``Vocabulary``, llguidance's ``LLTokenizer``), best
@@ -29,7 +33,9 @@ import argparse
 import base64
 import gzip
 import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -230,12 +236,34 @@ def per_step(decoder, built, walks) -> float:
     return elapsed / max(steps, 1)
 
 
+def parts_from_disk(label: str, model, repeat: int) -> tuple[float, int]:
+    """Our per-vocabulary parts read back from a cache_dir (written here), timed in fresh processes: best
+    seconds from the model loaded to the parts warm, and the file's size."""
+    from bpefst.promotion.parts import cache_path
+
+    script = ("import sys, time\n"
+              "from bpefst.promotion.parts import PartsCache\n"
+              "from bpefst.tokenizer import load_tokenizer\n"
+              "model = load_tokenizer(sys.argv[1])\n"
+              "started = time.perf_counter()\n"
+              "PartsCache().get(model, sys.argv[2])\n"
+              "print(time.perf_counter() - started)\n")
+    with tempfile.TemporaryDirectory() as cache:
+        DEFAULT_PARTS.get(model, cache)  # written by this process (the parts are in memory already) ...
+        size = cache_path(cache, model.fingerprint).stat().st_size
+        runs = [subprocess.run([sys.executable, "-W", "error", "-c", script, str(DATA / VOCABS[label]), cache], check=True,
+                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+                for _ in range(repeat)]  # ... and read by the next ones
+    return min(map(float, runs)), size
+
+
 def bench_vocab(label: str, repeat: int, use_llguidance: bool) -> None:
     model = load_tokenizer(DATA / VOCABS[label])
     eos = model.specials.get("<|endoftext|>", model.max_id + 1)
     started = time.perf_counter()
     DEFAULT_PARTS.get(model)  # the trie and A_BPE with the indexes every walk reads, once per tokenizer
     t_ours = time.perf_counter() - started
+    t_parts_disk, parts_size = parts_from_disk(label, model, repeat)
     ours = Ours(model, eos)
     started = time.perf_counter()
     outlines = Outlines(model)
@@ -249,7 +277,8 @@ def bench_vocab(label: str, repeat: int, use_llguidance: bool) -> None:
             note += f", llguidance LLTokenizer {time.perf_counter() - started:.2f}s"
         except ImportError as exc:
             note += f", llguidance not installed ({exc})"
-    print(f"\n{label}: {len(model.vocab):,} tokens; per vocabulary: our trie + A_BPE {t_ours:.2f}s, {note}")
+    print(f"\n{label}: {len(model.vocab):,} tokens; per vocabulary: our trie + A_BPE {t_ours:.2f}s built, "
+          f"{t_parts_disk:.2f}s from disk (fresh process, {parts_size / 1e6:.0f} MB file), {note}")
     head = f"{'constraint':>10} {'first mask':>10} {'from disk':>9}"
     for peer in peers:
         head += f" {peer.name:>11} {'ratio':>6}"

@@ -165,6 +165,19 @@ def trie_walker(children: list[dict[int, int]], tokens: list[list[int]], steps: 
     """
     if core is None:
         return None
+    tables = trie_walker_tables(children, tokens, steps)
+    return None if tables is None else trie_walker_of(tables)
+
+
+def trie_walker_of(tables: tuple):
+    """A ``bpefst._core.TrieWalker`` from the tables :func:`trie_walker_tables` packed (perhaps in another
+    process: :mod:`bpefst.promotion.parts` keeps them on disk); the core checks them (ValueError)."""
+    return core.TrieWalker(*tables)
+
+
+def trie_walker_tables(children: list[dict[int, int]], tokens: list[list[int]], steps: list[dict[int, tuple[int, int]]]):
+    """The arguments of ``bpefst._core.TrieWalker`` for a spelling trie (seven int32 arrays and the symbol
+    count; see :func:`trie_walker`), or None where the core cannot take the trie.  Needs no core."""
     symbols = sorted({s for kids in children for s in kids})
     if symbols and (symbols[0] < 0 or symbols[-1] > CORE_MAX_ID):
         return None
@@ -188,7 +201,7 @@ def trie_walker(children: list[dict[int, int]], tokens: list[list[int]], steps: 
         end_start.append(len(end_token))
     if len(set(end_token)) != len(end_token) or (end_token and (min(end_token) < 0 or max(end_token) > CORE_MAX_ID)):
         return None
-    return core.TrieWalker(node_start, edge_symbol, edge_token, edge_child, end_start, end_token, symbol_index, len(symbols))
+    return node_start, edge_symbol, edge_token, edge_child, end_start, end_token, symbol_index, len(symbols)
 
 
 def chunker_tables(decoder: list[dict[int, int]] | None, chunks: list[dict[int, int]], atoms: int) -> tuple[bytes, bytes]:

@@ -106,3 +106,41 @@ class Subtrees:
         lo = bisect_left(spellings, prefix)
         hi = bisect_left(spellings, (*prefix, _AFTER), lo)
         return tokens[lo:hi]
+
+    # -- kept on disk (bpefst.promotion.parts) ---------------------------------------------------------------
+    def to_tables(self) -> dict:
+        """The index as msgpack-ready values; :meth:`from_tables` rebuilds it without sorting the spellings.
+
+        The spellings themselves are not stored here: per spelled length only the token ids in their order,
+        whose spellings the loader looks up in the trie's (the same tuples, as when built).
+        """
+        nodes = [node for node, alphabet in enumerate(self.alphabet_id) if alphabet != NOT_INDEXED]
+        return {
+            "nodes": len(self.alphabet_id),
+            "indexed": [(node, self.alphabet_id[node], self.height[node], self._prefix[node]) for node in nodes],
+            "alphabets": [list(alphabet) for alphabet in self.alphabets],
+            "by_length": [(length, tokens) for length, (_, tokens) in self._by_length.items()],
+        }
+
+    @classmethod
+    def from_tables(cls, tables: dict, spellings: dict[int, tuple[int, ...]], nodes: int) -> "Subtrees":
+        """The index :meth:`to_tables` wrote, over the same trie (of ``nodes`` nodes, whose ``spellings`` are
+        given); raises (ValueError, KeyError, ...) on tables that do not fit it (the caller treats any
+        exception as a damaged file)."""
+        if tables["nodes"] != nodes:
+            raise ValueError("the subtree index is for another trie")
+        index = cls.__new__(cls)
+        index.alphabets = [frozenset(alphabet) for alphabet in tables["alphabets"]]
+        index.alphabet_id, index.height = [NOT_INDEXED] * nodes, [0] * nodes
+        index._prefix = {}
+        for node, alphabet, height, prefix in tables["indexed"]:
+            if not (0 <= node < nodes and 0 <= alphabet < len(index.alphabets) and 0 <= height):
+                raise ValueError("subtree index out of range")
+            index.alphabet_id[node], index.height[node], index._prefix[node] = alphabet, height, tuple(prefix)
+        index._by_length = {}
+        for length, tokens in tables["by_length"]:
+            keys = list(map(spellings.__getitem__, tokens))
+            if keys and set(map(len, keys)) != {length}:
+                raise ValueError("subtree index lists a token under another length")
+            index._by_length[length] = (keys, list(tokens))
+        return index

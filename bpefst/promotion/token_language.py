@@ -22,8 +22,8 @@ never needs it).  Each view is built once, has one type, and is kept:
 All views accept the same language (tested).  ``built`` counts what the
 language has built, by stage, and ``timings`` says how long each took.  The
 tokenizer's trie and A_BPE come from a :class:`~.parts.PartsCache` (bounded);
-a ``cache_dir`` keeps the canonical product's set-up on disk for the next
-process (:mod:`.guide_cache`).  :meth:`save` writes the ``token-automaton``
+a ``cache_dir`` keeps them on disk for the next process, and the canonical
+product's set-up too (:mod:`.guide_cache`).  :meth:`save` writes the ``token-automaton``
 artifact and :meth:`load` reads one back (a loaded language has only its
 written-out view).
 """
@@ -77,7 +77,7 @@ class TokenLanguage:
         self.timings: dict[str, float] = {}
         self._views: dict[str, object] = {}
         self._guides: OrderedDict[tuple, GuidedAutomaton] = OrderedDict()
-        self.parts = self._stage("parts", lambda: _parts_for(model, automaton, parts))
+        self.parts = self._stage("parts", lambda: _parts_for(model, automaton, parts, cache_dir))
         self._source = None
         self._product = self._read_cache(cache_dir) if cache_dir is not None else None
         if self._product is None:
@@ -265,12 +265,13 @@ def _collector_paused():
             gc.enable()
 
 
-def _parts_for(model: BPEModel, automaton, cache: PartsCache | None) -> TokenizerParts:
-    """The tokenizer's parts from ``cache``; with the caller's own A_BPE (one promotion per process, as
-    ``bpefst promote`` makes), the trie is built beside it and nothing is cached."""
+def _parts_for(model: BPEModel, automaton, cache: PartsCache | None, cache_dir=None) -> TokenizerParts:
+    """The tokenizer's parts from ``cache`` (kept in ``cache_dir`` too, when given: :mod:`.parts`); with the
+    caller's own A_BPE (one promotion per process, as ``bpefst promote`` makes), the trie is built beside
+    it and nothing is cached."""
     if automaton is not None:
         return TokenizerParts.build(model, automaton, warm=False)
-    return (cache if cache is not None else DEFAULT_PARTS).get(model)
+    return (cache if cache is not None else DEFAULT_PARTS).get(model, cache_dir)
 
 
 def _one_part_per_state(dfa: DFA) -> SharedRowDFA:
