@@ -32,6 +32,7 @@ from bpefst.promotion.parts import PartsCache, PartsCacheWarning, TokenizerParts
 from bpefst.tokenizer import PRESETS, ReferenceEncoder
 from bpefst.tokenizer.formats import save_tokenizer
 from small_models import random_byte_model
+from test_token_language import guided_sequences
 
 pytestmark = pytest.mark.ids  # run on the pure path too (Makefile: BPEFST_PURE_PYTHON=1 pytest -m ids)
 
@@ -54,21 +55,6 @@ def reference_language(model, pattern: str, longest: int = 8) -> set[tuple[int, 
     compiled, encoder = regex.compile(pattern), ReferenceEncoder(model)
     return {tuple(encoder.encode(text)) for n in range(longest + 1) for text in map("".join, itertools.product(ALPHABET, repeat=n))
             if compiled.fullmatch(text)}
-
-
-def guided_sequences(guide) -> set[tuple[int, ...]]:
-    found: set[tuple[int, ...]] = set()
-
-    def walk(state, seq):
-        assert len(seq) < 32
-        if guide.is_accepting(state):
-            found.add(tuple(seq))
-        for token in guide.allowed(state):
-            walk(guide.step(state, token), [*seq, token])
-
-    if guide.start is not None:
-        walk(guide.start, [])
-    return found
 
 
 def masks_along_walks(guide, walks: int = 8, length: int = 12, seed: int = 5) -> list[list[int]]:
@@ -324,3 +310,14 @@ def test_real_vocabulary_read_back(shared_data, tmp_path, name):
         gb = bpefst.promote(model, pattern, parts=other).guide()
         seen = masks_along_walks(ga, walks=6, length=10)
         assert seen == masks_along_walks(gb, walks=6, length=10) and sum(map(len, seen)) > len(seen)
+
+
+def test_a_cache_dir_with_a_tilde_is_the_home_directory(tmp_path, monkeypatch) -> None:
+    """``cache_dir="~/..."`` (as the docs write it) means the user's home, not a folder named ``~``."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    model = random_byte_model(3, alphabet=b"ab1 ", num_merges=6, pattern=PRESETS["gpt2"])
+    bpefst.promote(model, "(ab|b1)+", cache_dir="~/bpefst-cache").guide()
+    written = sorted(p.suffix for p in (tmp_path / "bpefst-cache").iterdir())
+    assert ".guide" in written and ".parts" in written
+    assert not (tmp_path / "~").exists()

@@ -35,7 +35,7 @@ NO_CUT = 0xFFFFFFFF
 
 def cache_path(directory: str | Path, fingerprint: str, pattern: str) -> Path:
     key = hashlib.sha256(f"{fingerprint}\0canonical\0{pattern}".encode("utf-8")).hexdigest()[:40]
-    return Path(directory) / f"{key}.guide"
+    return Path(directory).expanduser() / f"{key}.guide"
 
 
 def save(path: str | Path, lazy: OnDemandCanonical, fingerprint: str, pattern: str) -> None:

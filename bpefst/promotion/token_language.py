@@ -30,11 +30,9 @@ written-out view).
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections import Counter, OrderedDict
-from contextlib import contextmanager
 from typing import Sequence
 
 from ..automata import DFA, minimize
@@ -45,7 +43,7 @@ from ..tokenizer import BPEModel
 from . import guide_cache
 from .guided import GuidedAutomaton
 from .language_build import MODES, Limits, build_product, check_mode, source_automaton
-from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts
+from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts, collector_paused
 from .pretokenized import shared_canonical_subsets
 from .token_automaton_io import load_token_automaton, save_token_automaton
 
@@ -92,7 +90,7 @@ class TokenLanguage:
     def _stage(self, name: str, build):
         """Run one stage of the build, counted in ``built`` and timed in ``timings``."""
         started = time.perf_counter()
-        with _collector_paused():
+        with collector_paused():
             result = build()
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
         self.built[name] += 1
@@ -244,25 +242,6 @@ class TokenLanguage:
         language.built, language.timings, language.parts = Counter(), {}, None
         language._views, language._guides = {"dfa": dfa}, OrderedDict()
         return language
-
-
-@contextmanager
-def _collector_paused():
-    """Python's cyclic garbage collector off while a stage builds, as it was after.
-
-    A build makes hundreds of thousands of lists, dicts and tuples that hold
-    no cycles, and each burst of them triggers collections that re-scan every
-    tracked object of the process (the tokenizer's trie among them): measured
-    30-50% of a JSON schema's set-up over GPT-2.  Reference counting frees
-    everything as before; only cycles wait for the next collection.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _parts_for(model: BPEModel, automaton, cache: PartsCache | None, cache_dir=None) -> TokenizerParts:
