@@ -4,6 +4,9 @@
   every state) against :func:`bpefst.promotion.agnostic._rows_by_walks` and
   the grouping of :func:`~bpefst.promotion.agnostic.walk_groups`: the same
   rows and groups, in the same order, the same arc limit;
+* ``TrieWalker.walk_transforms`` (one walk of the trie carrying transforms)
+  against :func:`bpefst.promotion.agnostic._groups_by_transforms`: the same
+  groups in the same order, the same arc limit, the same lattice;
 * ``chunk_product`` (pattern x chunker x UTF-8 decoder, trimmed) against
   :func:`bpefst.promotion.pretokenized._chunked_pattern`: the same DFA, state
   numbers, row order and state limit;
@@ -131,6 +134,21 @@ def assert_same_walk(transitions, trie, max_arcs=None, keep=None):
     assert regroup(groups) == regroup(_groups_of_rows(expected[1]))  # the same lattice as one group per row target
     if keep is not None:
         assert native_rows(transitions, trie, max_arcs, True, keep) == agnostic._kept(groups, keep)
+    assert_same_transform_walk(transitions, trie, max_arcs, keep)
+
+
+def assert_same_transform_walk(transitions, trie, max_arcs=None, keep=None):
+    """``TrieWalker.walk_transforms`` against ``_walk_transforms`` (as walk_groups orders it): the same groups in the
+    same order, the same arc limit, and the same lattice as the walk from every state."""
+    walker = trie.native_walker()
+    native = outcome(agnostic._walk_natively, walker, transitions, max_arcs, True, keep, True)
+    pure = outcome(agnostic._groups_by_transforms, transitions, trie, max_arcs, keep)
+    assert native == pure
+    if native[0] == "value":
+        assert all(tokens == sorted(tokens) and tokens for tokens, _ in native[1])
+        assert [tokens[0] for tokens, _ in native[1]] == sorted(tokens[0] for tokens, _ in native[1])
+        everything = agnostic._groups_by_walks(transitions, trie)
+        assert regroup(native[1]) == regroup(agnostic._kept(everything, keep) if keep is not None else everything)
 
 
 SYMBOLS = [0, 1, 2, 7, 255, 300]

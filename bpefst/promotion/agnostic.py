@@ -14,6 +14,10 @@ states) runs on the compiled core where it is present
 (``bpefst._core.TrieWalker``, the trie packed once per tokenizer by
 :meth:`SpellingTrie.native_walker`); :func:`_walk` and :func:`_rows_by_walks`
 are its pure twin and the fallback, and give the same rows in the same order.
+Patterns of fewer states are walked once, carrying *transforms* (the partial
+map ``q -> δ*(q, w)`` of the spellings ``w`` so far), tokens filed by the
+transform they end in: ``TrieWalker.walk_transforms`` on the core, with
+:func:`_groups_by_transforms` as its twin (the same groups in the same order).
 """
 
 from __future__ import annotations
@@ -251,15 +255,18 @@ def _rows_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_ar
     return rows
 
 
-def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | None, groups: bool, keep=None) -> list:
+def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | None, groups: bool, keep=None,
+                   transforms: bool = False) -> list:
     """``TrieWalker.walk`` (src/core/promote.h): the rows of :func:`_rows_by_walks`, or with ``groups`` the
     per-state groups of :func:`walk_groups` (``keep`` applied as :func:`_kept` does), equal to the pure ones
-    in value and order."""
+    in value and order; with ``transforms``, ``TrieWalker.walk_transforms``: the groups of one walk
+    carrying transforms (:func:`_walk_transforms`), tokens ascending and groups by their first token."""
     if max_arcs is not None and max_arcs < 0 and transitions:
         raise ArcLimitExceeded(LATTICE, max_arcs)  # the pure walk raises after its first row, however short
     if keep is not None and not isinstance(keep, (bytes, bytearray)):
         keep = bytes(keep)
-    found = walker.walk(transitions, -1 if max_arcs is None else min(max_arcs, 1 << 62), groups, keep)
+    limit = -1 if max_arcs is None else min(max_arcs, 1 << 62)
+    found = walker.walk_transforms(transitions, limit, keep) if transforms else walker.walk(transitions, limit, groups, keep)
     if found is None:
         raise ArcLimitExceeded(LATTICE, max_arcs)
     return found
@@ -527,15 +534,31 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     counts the arcs before that).
     """
     transitions = pattern.transitions
-    if len(transitions) <= _TRANSFORM_WALK_STATES:
-        transforms = _walk_transforms(transitions, trie)
-        _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
-        return _kept([(tokens, dict(zip(transforms.sources[tid], transforms.targets[tid])))
-                      for tid, tokens in enumerate(transforms.tokens) if tokens], keep)
     walker = trie.native_walker()
+    if len(transitions) <= _TRANSFORM_WALK_STATES:
+        if walker is not None:
+            return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True)
+        return _groups_by_transforms(transitions, trie, max_arcs, keep)
     if walker is not None:
         return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep)
     return _kept(_groups_by_walks(transitions, trie, max_arcs), keep)
+
+
+def _groups_by_transforms(transitions: list[dict[int, int]], trie: SpellingTrie, max_arcs: int | None = None,
+                          keep=None) -> list[tuple[list[int], dict[int, int]]]:
+    """The groups of one walk carrying transforms (:func:`_walk_transforms`): a group per transform, its
+    tokens ascending, groups by their first token (an order that does not depend on how the walk went, so
+    the compiled ``TrieWalker.walk_transforms`` gives the same list)."""
+    transforms = _walk_transforms(transitions, trie)
+    _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
+    groups = _kept([(sorted(tokens), dict(zip(transforms.sources[tid], transforms.targets[tid])))
+                    for tid, tokens in enumerate(transforms.tokens) if tokens], keep)
+    groups.sort(key=_first_token)
+    return groups
+
+
+def _first_token(group: tuple[list[int], dict[int, int]]) -> int:
+    return group[0][0]
 
 
 def _kept(groups: list[tuple[list[int], dict[int, int]]], keep) -> list[tuple[list[int], dict[int, int]]]:

@@ -601,6 +601,30 @@ static int join_groups(PyObject *out, Py_ssize_t first, Py_ssize_t last, PyObjec
     return 0;
 }
 
+/* What both walks read first: the `keep` flags (None: every token) and the pattern's rows packed. */
+static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject *keep_object, Py_buffer *keep_view,
+                            const uint8_t **keep, Rows *rows) {
+    if (!w->node_start) {
+        PyErr_SetString(PyExc_RuntimeError, "TrieWalker is not initialised");
+        return -1;
+    }
+    *keep = NULL;
+    if (keep_object != Py_None) {
+        if (PyObject_GetBuffer(keep_object, keep_view, PyBUF_SIMPLE)) return -1;
+        if (keep_view->len <= w->max_token) {
+            PyBuffer_Release(keep_view);
+            PyErr_SetString(PyExc_ValueError, "keep must hold one byte per token of the trie");
+            return -1;
+        }
+        *keep = keep_view->buf;
+    }
+    if (rows_pack(transitions, w->symbol_index, w->symbol_range, rows)) {
+        PyBuffer_Release(keep_view);
+        return -1;
+    }
+    return 0;
+}
+
 /* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
  * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
  * out the tokens whose byte is 0).  Groups: a state whose row equals an earlier state's (in order, size
@@ -611,26 +635,10 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     long long max_arcs;
     int groups;
     if (!PyArg_ParseTuple(args, "OLp|O:walk", &transitions, &max_arcs, &groups, &keep_object)) return NULL;
-    if (!w->node_start) {
-        PyErr_SetString(PyExc_RuntimeError, "TrieWalker is not initialised");
-        return NULL;
-    }
     Py_buffer keep_view = {0};
-    const uint8_t *keep = NULL;
-    if (keep_object != Py_None) {
-        if (PyObject_GetBuffer(keep_object, &keep_view, PyBUF_SIMPLE)) return NULL;
-        if (keep_view.len <= w->max_token) {
-            PyBuffer_Release(&keep_view);
-            PyErr_SetString(PyExc_ValueError, "keep must hold one byte per token of the trie");
-            return NULL;
-        }
-        keep = keep_view.buf;
-    }
+    const uint8_t *keep;
     Rows rows;
-    if (rows_pack(transitions, w->symbol_index, w->symbol_range, &rows)) {
-        PyBuffer_Release(&keep_view);
-        return NULL;
-    }
+    if (walker_arguments(w, transitions, keep_object, &keep_view, &keep, &rows)) return NULL;
     Py_ssize_t n = rows.states;
     if (n > INT32_MAX / 2) {
         rows_free(&rows);
@@ -755,7 +763,249 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------- the walk carrying transforms */
+
+/* A transform: the partial map q -> delta*(q, w) of the spellings w that lead to it, as its sources
+ * (ascending) and their targets.  The walk carries one per trie node instead of one walk per state:
+ * the compiled twin of agnostic._walk_transforms for patterns of few states. */
+typedef struct {
+    int32_t *source, *target, size;
+    uint64_t hash;
+} Transform;
+
+typedef struct {
+    Transform *items;
+    int32_t count, capacity;
+    int32_t *next;          /* count x symbols: the transform after a symbol, -1 dead, -2 not yet known */
+    int32_t symbols;
+    int32_t *table;         /* open addressing by hash: -1 free */
+    size_t table_size;
+} Transforms;
+
+static uint64_t transform_hash(const int32_t *source, const int32_t *target, int32_t size) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)size;
+    for (int32_t i = 0; i < size; i++) {
+        h = (h ^ (uint64_t)(uint32_t)source[i]) * 0x100000001B3ull;
+        h = (h ^ (uint64_t)(uint32_t)target[i]) * 0x100000001B3ull;
+    }
+    return h ^ h >> 29;
+}
+
+static void transforms_free(Transforms *t) {
+    for (int32_t k = 0; k < t->count; k++) free(t->items[k].source), free(t->items[k].target);
+    free(t->items), free(t->next), free(t->table);
+}
+
+static int transforms_rehash(Transforms *t) {
+    size_t size = t->table_size ? 2 * t->table_size : 1024;
+    int32_t *table = malloc(size * sizeof(int32_t));
+    if (!table) return -1;
+    for (size_t k = 0; k < size; k++) table[k] = -1;
+    for (int32_t id = 0; id < t->count; id++) {
+        size_t k = (size_t)t->items[id].hash & (size - 1);
+        while (table[k] >= 0) k = (k + 1) & (size - 1);
+        table[k] = id;
+    }
+    free(t->table);
+    t->table = table, t->table_size = size;
+    return 0;
+}
+
+/* The id of the transform (source, target) (copied when new), or -1 when out of memory. */
+static int32_t transforms_intern(Transforms *t, const int32_t *source, const int32_t *target, int32_t size) {
+    uint64_t hash = transform_hash(source, target, size);
+    size_t k = (size_t)hash & (t->table_size - 1);
+    for (; t->table[k] >= 0; k = (k + 1) & (t->table_size - 1)) {
+        const Transform *x = &t->items[t->table[k]];
+        if (x->hash == hash && x->size == size && !memcmp(x->source, source, (size_t)size * 4) &&
+            !memcmp(x->target, target, (size_t)size * 4))
+            return t->table[k];
+    }
+    if (t->count == t->capacity) {
+        int32_t capacity = t->capacity ? 2 * t->capacity : 64;
+        Transform *items = realloc(t->items, (size_t)capacity * sizeof(Transform));
+        if (items) t->items = items;
+        int32_t *next = items ? realloc(t->next, (size_t)capacity * (size_t)t->symbols * sizeof(int32_t) + 4) : NULL;
+        if (next) t->next = next;
+        if (!items || !next) return -1;
+        t->capacity = capacity;
+    }
+    int32_t id = t->count;
+    Transform *x = &t->items[id];
+    x->source = malloc((size_t)size * 4 + 4), x->target = malloc((size_t)size * 4 + 4);
+    if (!x->source || !x->target) {
+        free(x->source), free(x->target);
+        return -1;
+    }
+    memcpy(x->source, source, (size_t)size * 4), memcpy(x->target, target, (size_t)size * 4);
+    x->size = size, x->hash = hash;
+    for (int32_t s = 0; s < t->symbols; s++) t->next[(size_t)id * (size_t)t->symbols + (size_t)s] = -2;
+    t->count++;
+    if (2 * (size_t)t->count > t->table_size) {
+        if (transforms_rehash(t)) return -1;
+    } else {
+        t->table[k] = id;
+    }
+    return id;
+}
+
+/* The transform after one more symbol from `id` (memoized), -1 when no target reads it, -3 out of memory. */
+static int32_t transforms_step(Transforms *t, const Lookup *l, int32_t id, int32_t symbol, int32_t *source, int32_t *target) {
+    int32_t *memo = &t->next[(size_t)id * (size_t)t->symbols + (size_t)symbol];
+    if (*memo != -2) return *memo;
+    const Transform *x = &t->items[id];
+    int32_t size = 0;
+    for (int32_t i = 0; i < x->size; i++) {
+        int32_t r = lookup_target(l, x->target[i], symbol);
+        if (r >= 0) source[size] = x->source[i], target[size++] = r;
+    }
+    int32_t found = size ? transforms_intern(t, source, target, size) : -1;
+    if (size && found < 0) return -3;
+    t->next[(size_t)id * (size_t)t->symbols + (size_t)symbol] = found; /* (intern may have moved t->next) */
+    return found;
+}
+
+static int by_int(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_first_token(const void *a, const void *b) { /* (first token, transform) pairs */
+    return by_int(a, b);
+}
+
+/* walk_transforms(transitions, max_arcs, keep=None) -> walk_groups' groups [(tokens, {q: r})], or None past
+ * max_arcs (>= 0; counted before keep).  One walk of the trie carrying transforms; each group is the tokens
+ * of one transform, ascending, groups by their first token (agnostic.walk_groups orders the pure walk's
+ * groups the same way). */
+static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
+    PyObject *transitions, *keep_object = Py_None;
+    long long max_arcs;
+    if (!PyArg_ParseTuple(args, "OL|O:walk_transforms", &transitions, &max_arcs, &keep_object)) return NULL;
+    Py_buffer keep_view = {0};
+    const uint8_t *keep;
+    Rows rows;
+    if (walker_arguments(w, transitions, keep_object, &keep_view, &keep, &rows)) return NULL;
+    Py_ssize_t n = rows.states;
+    PyObject *result = NULL, *out = NULL, **state_object = NULL;
+    Lookup lookup = {0};
+    Transforms t = {0};
+    Ints stack = {0}, found = {0}, order = {0};
+    int32_t *source = NULL, *target = NULL, *count = NULL, *start = NULL, *tokens = NULL;
+    if (n > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "walk_transforms takes patterns of at most 2**20 states");
+        goto done;
+    }
+    t.symbols = w->symbols > 0 ? w->symbols : 1;
+    source = malloc(((size_t)n + 1) * 4), target = malloc(((size_t)n + 1) * 4);
+    if (lookup_init(&lookup, &rows, w->symbols) || !source || !target || transforms_rehash(&t)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int32_t q = 0; q < (int32_t)n; q++) source[q] = target[q] = q;
+    if (n == 0 || transforms_intern(&t, source, target, (int32_t)n) < 0) {
+        if (n) PyErr_NoMemory();
+        else result = PyList_New(0);
+        goto done;
+    }
+    /* the walk: (node, transform) pairs; found holds (transform, token) pairs as filed */
+    if (ints_push(&stack, 0) || ints_push(&stack, 0)) goto nomemory;
+    while (stack.length) {
+        int32_t id = stack.data[--stack.length], node = stack.data[--stack.length];
+        for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++) {
+            int32_t next = transforms_step(&t, &lookup, id, w->edge_symbol[e], source, target);
+            if (next == -3) goto nomemory;
+            if (next < 0) continue;
+            int32_t token = w->edge_token[e], child = w->edge_child[e];
+            if (token >= 0) {
+                if (ints_push(&found, next) || ints_push(&found, token)) goto nomemory;
+            } else if (token < -1) {
+                int32_t end = -2 - token;
+                for (int32_t k = w->end_start[end]; k < w->end_start[end + 1]; k++)
+                    if (ints_push(&found, next) || ints_push(&found, w->end_token[k])) goto nomemory;
+            }
+            if (child && (ints_push(&stack, child) || ints_push(&stack, next))) goto nomemory;
+        }
+    }
+    /* arcs (before keep), then the kept tokens bucketed by transform */
+    count = calloc((size_t)t.count + 1, 4), start = calloc((size_t)t.count + 2, 4);
+    tokens = malloc((found.length / 2 + 1) * 4);
+    if (!count || !start || !tokens) goto nomemory;
+    long long arcs = 0;
+    for (size_t k = 0; k < found.length; k += 2) {
+        arcs += t.items[found.data[k]].size;
+        if (max_arcs >= 0 && arcs > max_arcs) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+        if (!keep || keep[found.data[k + 1]]) count[found.data[k]]++;
+    }
+    for (int32_t id = 0; id < t.count; id++) start[id + 1] = start[id] + count[id];
+    memset(count, 0, (size_t)t.count * 4);
+    for (size_t k = 0; k < found.length; k += 2) {
+        int32_t id = found.data[k], token = found.data[k + 1];
+        if (!keep || keep[token]) tokens[start[id] + count[id]++] = token;
+    }
+    for (int32_t id = 0; id < t.count; id++) {
+        if (!count[id]) continue;
+        qsort(tokens + start[id], (size_t)count[id], 4, by_int);
+        if (ints_push(&order, tokens[start[id]]) || ints_push(&order, id)) goto nomemory;
+    }
+    qsort(order.data, order.length / 2, 8, by_first_token);
+    state_object = calloc((size_t)n + 1, sizeof(PyObject *));
+    if (!state_object || !(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
+    for (Py_ssize_t q = 0; q < n; q++)
+        if (!(state_object[q] = PyLong_FromSsize_t(q))) goto done;
+    int collecting = PyGC_Disable(); /* ints, lists of ints and int dicts only: no cycle to collect */
+    for (size_t g = 0; g < order.length / 2; g++) {
+        int32_t id = order.data[2 * g + 1];
+        const Transform *x = &t.items[id];
+        PyObject *list = PyList_New(count[id]), *pairs = PyDict_New(), *group = NULL;
+        for (int32_t i = 0; list && i < count[id]; i++) {
+            PyObject *token = walker_token(w, tokens[start[id] + i]);
+            if (!token) {
+                Py_CLEAR(list);
+                break;
+            }
+            Py_INCREF(token);
+            PyList_SET_ITEM(list, i, token);
+        }
+        int failed = !list || !pairs;
+        for (int32_t i = 0; !failed && i < x->size; i++)
+            failed = PyDict_SetItem(pairs, state_object[x->source[i]], state_object[x->target[i]]) < 0;
+        if (!failed) group = PyTuple_Pack(2, list, pairs);
+        Py_XDECREF(list), Py_XDECREF(pairs);
+        if (!group) {
+            if (collecting) PyGC_Enable();
+            goto done;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)g, group);
+    }
+    if (collecting) PyGC_Enable();
+    result = out;
+    out = NULL;
+    goto done;
+nomemory:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(out);
+    if (state_object)
+        for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(state_object[q]);
+    free(state_object);
+    transforms_free(&t);
+    free(lookup.dense), free(lookup.sorted);
+    free(stack.data), free(found.data), free(order.data);
+    free(source), free(target), free(count), free(start), free(tokens);
+    rows_free(&rows);
+    PyBuffer_Release(&keep_view);
+    return result;
+}
+
 static PyMethodDef TrieWalker_methods[] = {
+    {"walk_transforms", (PyCFunction)TrieWalker_walk_transforms, METH_VARARGS,
+     "walk_transforms(transitions, max_arcs, keep=None) -> walk_groups' groups from one walk carrying transforms; "
+     "None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out."},
     {"walk", (PyCFunction)TrieWalker_walk, METH_VARARGS,
      "walk(transitions, max_arcs, groups, keep=None) -> per state token -> target (dicts), or walk_groups' groups; "
      "None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out."},
