@@ -458,3 +458,19 @@ def test_multiple_of_against_jsonschema(factor, low, value, number):
     with pytest.raises(SchemaError) as caught:
         schema_to_dfa({"type": "number", "multipleOf": 0.01})
     assert caught.value.pointer == "/multipleOf"
+
+
+def test_max_properties_of_an_object_of_extra_members_only():
+    schema = {"type": "object", "additionalProperties": {"type": "boolean", "enum": [False]}, "minProperties": 1,
+              "maxProperties": 2}
+    dfa_both_ways(schema, [{}, {"a": False}, {"a": False, "b": False}, {"a": False, "b": False, "c": False},
+                           {"a": True}], max_depth=0)
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 0}
+    dfa_both_ways(schema, [{}, {"a": 1}], max_depth=0)
+
+
+@pytest.mark.parametrize("pattern", ["^dev|alpha|stable$", "^a|b", "a|b$", "^(a|b)$|c"])
+def test_anchors_bind_to_their_own_top_level_alternative(pattern):
+    schema = {"type": "string", "pattern": pattern}
+    texts = ["".join(p) for n in range(4) for p in itertools.product("abc", repeat=n)]
+    dfa_both_ways(schema, texts + ["dev", "xdev", "devx", "xalphay", "stablex", "xstable"])

@@ -32,7 +32,8 @@ documents, the one a generator should produce:
   spellings name the same member), and so are strings with a ``pattern``
   (which may then match any character, ``"`` and controls too); a ``format``
   generates the common spelling of its format (below); in patterns ``\\d``
-  and ``\\w`` are ASCII, as in ECMA-262;
+  and ``\\w`` are ASCII, as in ECMA-262, and an anchor binds to its own
+  top-level alternative (``^a|b$``: starts with a, or ends with b);
 * numbers with bounds have no exponent (an unbounded exponent cannot be
   compared with a bound by a finite automaton); with ``multipleOf``, integer
   numerals only;
@@ -44,7 +45,8 @@ documents, the one a generator should produce:
 Keywords: ``type`` (one or a list; without it, the types its keywords imply),
 ``enum``, ``const``; object: ``properties``, ``required``,
 ``additionalProperties``, ``patternProperties``, ``propertyNames``,
-``minProperties`` up to 1, ``dependencies``, ``dependentRequired``,
+``minProperties`` up to 1, ``maxProperties`` on an object of extra members
+only, ``dependencies``, ``dependentRequired``,
 ``dependentSchemas`` (an object lacks the member, or has it and what it
 needs); string: ``minLength``, ``maxLength``, ``pattern``, ``format``
 (date, date-time, time, email, uuid, ipv4, uri, uri-reference, hostname; a
@@ -127,6 +129,7 @@ UNSUPPORTED = {
 }
 DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
 NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
+MAX_COUNTED = 16  # maxProperties counted on an object of extra members only
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
 MAX_SIZE = 50_000_000  # bound on the states the graph describes, checked before anything is built (the builder
@@ -756,6 +759,12 @@ class _Translator:
         if minimum > max(needed, 1):
             self.unsupported(_pointer(pointer, "minProperties"), "minProperties above 1 (and above the required count) "
                                                                   "is not supported")
+        if maximum is not None and not members and more is not None and minimum <= 1 and maximum <= MAX_COUNTED:
+            # extra members only: counted (two extra members may share a name, which only lowers the count)
+            if maximum == 0:
+                return seq(self.punct("{"), self.punct("}"))
+            items = seq(more, Rep(seq(comma, more), max(minimum - 1, 0), maximum - 1))
+            return seq(self.punct("{"), items if minimum > 0 else Rep(items, 0, 1), self.punct("}"))
         if maximum is not None and (more is not None or maximum < len(members)):
             self.unsupported(_pointer(pointer, "maxProperties"), "maxProperties below the number of possible members "
                                                                   "is not supported")
@@ -1129,24 +1138,30 @@ def _string_pattern(pattern, pointer: str) -> tuple[str, str | None]:
     """
     if not isinstance(pattern, str):
         raise SchemaError(pointer, "must be a string")
-    body, head, tail = pattern, False, False
-    if body.startswith("^"):
-        body, head = body[1:], True
-    if body.endswith("$") and not _escaped_at_end(body):
-        body, tail = body[:-1], True
-    if (head or tail) and _top_level_bar(body):
-        raise SchemaError(pointer, "an anchor beside a top-level | binds to one branch only; group the branches: ^(a|b)$")
-    body = _ascii_classes(body)
-    try:
-        dfa = leaf_dfa(body, ByteAlphabet())  # cached: the translation compiles the same leaf again
-    except BpefstError as exc:
-        raise SchemaError(pointer, f"{exc}") from None
-    value_text = ("" if head else ANY_CHAR + "*") + f"(?:{body})" + ("" if tail else ANY_CHAR + "*")
+    branches = []  # (body, anchored at the start, anchored at the end), per top-level alternative
+    for branch in _top_level_split(pattern):
+        body, head, tail = branch, False, False
+        if body.startswith("^"):
+            body, head = body[1:], True
+        if body.endswith("$") and not _escaped_at_end(body):
+            body, tail = body[:-1], True
+        branches.append((_ascii_classes(body), head, tail))
+    if len(branches) > 1 and not any(head or tail for _, head, tail in branches):
+        branches = [(_ascii_classes("|".join(_top_level_split(pattern))), False, False)]  # one search: as written
     escaped = set(range(0x20)) | {ord('"'), ord("\\")}
-    if any(symbol in escaped for row in dfa.transitions for symbol in row):
-        return value_text, None
-    free = NAME_CHAR + "*"  # any characters, spelled as json.dumps spells them
-    return value_text, ("" if head else free) + f"(?:{body})" + ("" if tail else free)
+    spells = True
+    for body, _, _ in branches:
+        try:
+            dfa = leaf_dfa(body, ByteAlphabet())  # cached: the translation compiles the same leaf again
+        except BpefstError as exc:
+            raise SchemaError(pointer, f"{exc}") from None
+        spells = spells and not any(symbol in escaped for row in dfa.transitions for symbol in row)
+
+    def text(free: str) -> str:
+        parts = [("" if head else free) + f"(?:{body})" + ("" if tail else free) for body, head, tail in branches]
+        return parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts)
+
+    return text(ANY_CHAR + "*"), text(NAME_CHAR + "*") if spells else None  # free: any characters, json.dumps-spelled
 
 
 def _spelled_strings(texts: tuple, bounds, pointer: str) -> Built:
@@ -1248,9 +1263,9 @@ def _ascii_classes(text: str) -> str:
     return "".join(out)
 
 
-def _top_level_bar(text: str) -> bool:
-    """Whether ``text`` has a ``|`` outside groups and classes."""
-    depth, i, in_class = 0, 0, False
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at its ``|`` outside groups and classes (an anchor binds to its own alternative)."""
+    parts, depth, i, in_class, start = [], 0, 0, False, 0
     while i < len(text):
         c = text[i]
         if c == "\\":
@@ -1268,9 +1283,11 @@ def _top_level_bar(text: str) -> bool:
         elif c == ")":
             depth -= 1
         elif c == "|" and depth == 0:
-            return True
+            parts.append(text[start:i])
+            start = i + 1
         i += 1
-    return False
+    parts.append(text[start:])
+    return parts
 
 
 def _escaped_at_end(text: str) -> bool:
@@ -1455,17 +1472,17 @@ def _declared(schema: dict) -> set | None:
 
 
 def _plain(schema, pointer: str, translator: _Translator):
-    """``schema`` with a lone ``$ref`` followed and ``allOf`` merged (None where that fails or leaves a combinator)."""
+    """``schema`` with a lone ``$ref`` followed and ``allOf`` (and keywords beside ``anyOf``/``oneOf``)
+    merged (None where that fails)."""
     schema = _followed(schema, pointer, translator)
-    if isinstance(schema, dict) and ("allOf" in schema or "$ref" in schema):
+    if isinstance(schema, dict) and ("allOf" in schema or "$ref" in schema or (
+            ("anyOf" in schema or "oneOf" in schema) and len([k for k in schema if k in VOCABULARY]) > 1)):
         try:
             schema = merge_all([(schema, pointer)], lambda ref, at: translator.resolve(ref, at), {}, None)
         except NoDocument:
             return False
         except SchemaError:
             return None
-    if isinstance(schema, dict) and ("anyOf" in schema or "oneOf" in schema):
-        return None
     return schema
 
 
@@ -1478,13 +1495,20 @@ def _disjoint(a, b, translator: _Translator, budget: int) -> bool:
       canonical spelling in its automaton, so a value valid under both
       would be in both (a translation that leaves valid documents out, as
       objects do with the order of their members, cannot be used so);
-    * one is an object schema only, and a property both require has
-      disjoint schemas here (recursively), or is forbidden by the other.
+    * one is an object schema only, and a property one of them requires has
+      disjoint schemas in the two (recursively; ``false`` where forbidden);
+    * one is an ``anyOf``/``oneOf`` each of whose branches is disjoint from the other.
     """
     a, b = _plain(a, "", translator), _plain(b, "", translator)
     if a is False or b is False:
         return True
     if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    for one, other in ((a, b), (b, a)):
+        for keyword in ("anyOf", "oneOf"):
+            if {k for k in one if k in VOCABULARY} == {keyword} and isinstance(one[keyword], list) and budget > 0:
+                return all(_disjoint(branch, other, translator, budget - 1) for branch in one[keyword])
+    if any(k in a or k in b for k in ("anyOf", "oneOf")):
         return False
     ka, kb = _kind(a, "", translator), _kind(b, "", translator)
     if ka is not None and kb is not None and not _overlap(ka, kb):
@@ -1501,14 +1525,8 @@ def _disjoint(a, b, translator: _Translator, budget: int) -> bool:
     for one, other in ((a, b), (b, a)):
         required = one.get("required") or []
         for name in required if isinstance(required, list) else []:
-            if not isinstance(name, str):
-                continue
-            if _forbids(other, name):
+            if isinstance(name, str) and _disjoint(_member(one, name), _member(other, name), translator, budget - 1):
                 return True
-            theirs = other.get("required") or []
-            if isinstance(theirs, list) and name in theirs:
-                if _disjoint(_member(one, name), _member(other, name), translator, budget - 1):
-                    return True
     return False
 
 
