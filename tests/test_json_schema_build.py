@@ -474,3 +474,13 @@ def test_anchors_bind_to_their_own_top_level_alternative(pattern):
     schema = {"type": "string", "pattern": pattern}
     texts = ["".join(p) for n in range(4) for p in itertools.product("abc", repeat=n)]
     dfa_both_ways(schema, texts + ["dev", "xdev", "devx", "xalphay", "stablex", "xstable"])
+
+
+def test_negated_and_compared_patterns_are_read_as_the_validators_may_read_them():
+    # Python's re (jsonschema's) lets a final $ match before a final newline, and reads \d over Unicode:
+    # a complement must leave those strings out, a positive pattern need not take them
+    schema = {"type": "string", "not": {"type": "string", "pattern": "^\\d$"}}
+    dfa_both_ways(schema, ["1", "12", "x", "1\n", "\u0661"])  # (U+116E1: a digit to the compiler only, left out)
+    assert not schema_to_dfa({"type": "string", "pattern": "^1$"}).accepts(compact("1\n").encode())
+    with pytest.raises(SchemaError):  # \s: the two Unicode readings may differ either way: not compared
+        schema_to_dfa({"oneOf": [{"type": "string", "pattern": "^\\s$"}, {"type": "string", "pattern": "^a$"}]})

@@ -259,6 +259,7 @@ class _Translator:
         self.roots = {id(root)}  # the root schema and what a merge made of it: a schema valid nowhere is refused there
         self.current: list = []  # the schemas being translated, innermost last
         self.empty: dict[str, str] = {}  # pointer -> why no document is valid there (the first few reasons)
+        self.superset = False  # patterns read as the validators may read them at most (_string_pattern)
         self.names = False  # translating propertyNames: strings spelled one way only
         self.open_objects = True  # False: objects listing properties take no others unless additionalProperties says
 
@@ -594,6 +595,7 @@ class _Translator:
         compact = _Translator(self.root, 0, self.max_depth, self.strict)
         compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
         compact.open_objects, compact.empty, compact.roots = self.open_objects, self.empty, set()
+        compact.superset = self.superset
         return regex.fullmatch(render(compact.value(rest, pointer, refs)), text) is not None
 
     # -- types -------------------------------------------------------------------------------------
@@ -623,7 +625,7 @@ class _Translator:
                 texts.append(FORMATS[schema["format"]])
                 shown = _leaf(FORMATS[schema["format"]])
             if "pattern" in schema:
-                value_text, spelled = _string_pattern(schema["pattern"], _pointer(pointer, "pattern"))
+                value_text, spelled = _string_pattern(schema["pattern"], _pointer(pointer, "pattern"), self.superset)
                 texts.append(value_text)
                 shown = _leaf(spelled) if spelled is not None and not shown else None
             bounds = (low, high) if low > 0 or high is not None else None
@@ -1128,13 +1130,16 @@ def _number_range(low: int | None, low_open: bool, high: int | None, high_open: 
 ANY_CHAR = r"[\x00-\U0010FFFF]"  # one character of a string's value (a JSON spelling escapes some)
 
 
-def _string_pattern(pattern, pointer: str) -> tuple[str, str | None]:
+def _string_pattern(pattern, pointer: str, superset: bool = False) -> tuple[str, str | None]:
     """A string's ``pattern`` as ``(value_text, spelled_text)``: the pattern of the strings' values (their
     characters), and, when the pattern cannot match a character JSON escapes, the pattern of their JSON
     text between the quotes (else None: :func:`_spelled_strings` spells the escapes on the automaton).
 
     JSON Schema patterns search (``^``/``$`` anchor them); an unanchored side
-    may be extended by any characters.
+    may be extended by any characters.  ``superset``: as Python's ``re`` (the
+    validators') may read it at most: ``\\d``/``\\w`` over the compiler's
+    Unicode (newer than Python's, so larger), and a final ``$`` also before a
+    final newline; for :func:`_complete` schemas only (no other class escapes).
     """
     if not isinstance(pattern, str):
         raise SchemaError(pointer, "must be a string")
@@ -1145,9 +1150,12 @@ def _string_pattern(pattern, pointer: str) -> tuple[str, str | None]:
             body, head = body[1:], True
         if body.endswith("$") and not _escaped_at_end(body):
             body, tail = body[:-1], True
-        branches.append((_ascii_classes(body), head, tail))
+            if superset:
+                body = f"(?:{body})\\n?"
+        branches.append((body if superset else _ascii_classes(body), head, tail))
     if len(branches) > 1 and not any(head or tail for _, head, tail in branches):
-        branches = [(_ascii_classes("|".join(_top_level_split(pattern))), False, False)]  # one search: as written
+        whole = "|".join(_top_level_split(pattern))  # one search: as written
+        branches = [(whole if superset else _ascii_classes(whole), False, False)]
     escaped = set(range(0x20)) | {ord('"'), ord("\\")}
     spells = True
     for body, _, _ in branches:
@@ -1311,8 +1319,7 @@ def _difference(node: Node, subtract: list, translator: _Translator, where: str)
     def make(alphabet):
         dfa = minimize(intersect(raw_dfa(node, alphabet), leaf_dfa(CANONICAL, alphabet)))
         for schema in schemas:
-            one = _Translator(translator.root, 0, translator.max_depth, True)
-            dfa = minimize(difference(dfa, raw_dfa(one.value(schema, where, ()), alphabet)))
+            dfa = minimize(difference(dfa, _scalar_dfa(schema, translator, alphabet, where)))
         return dfa
 
     def graph():
@@ -1353,6 +1360,8 @@ def _decide(schema, value, translator: _Translator, depth: int = 0):
         elif key == "type":
             kind = json_type(value)
             types = arg if isinstance(arg, list) else [arg]
+            if isinstance(value, float) and kind == "integer" and "integer" in types and "number" not in types:
+                return None  # 1.0: an integer from draft 6 on, not in draft 4
             verdicts.append(kind in types or (kind == "integer" and "number" in types))
         elif key in ("enum", "const"):
             options = arg if key == "enum" else [arg]
@@ -1554,11 +1563,17 @@ def _complete(schema) -> bool:
     without exponent)."""
     if not isinstance(schema, dict) or any(k in VOCABULARY and k not in SCALAR_WORDS for k in schema):
         return False
+    if "pattern" in schema and (not isinstance(schema["pattern"], str) or _UNSURE_CLASSES.search(schema["pattern"])):
+        return False  # a class the two readings may disagree on either way (\\s, \\p{..}, a negated \\d, flags)
     if "enum" in schema or "const" in schema:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         return isinstance(values, list) and all(_canonical(v) for v in values)
     types = _declared(schema)
     return types is not None and types <= SCALAR_TYPES
+
+
+# Pattern parts whose sets Python's re and the compiler may read differently in both directions.
+_UNSURE_CLASSES = re.compile(r"\\[DWSspPbBXN]|\(\?|\[\^[^\]]*\\[dw]")
 
 
 def _canonical(value) -> bool:
@@ -1567,10 +1582,12 @@ def _canonical(value) -> bool:
     return isinstance(value, float) and math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
 
 
-def _scalar_dfa(schema: dict, translator: _Translator):
-    """The byte DFA of a complete scalar schema, compact and strict (a refusal raises)."""
+def _scalar_dfa(schema: dict, translator: _Translator, alphabet=None, pointer: str = ""):
+    """The DFA of a complete scalar schema, compact and strict (a refusal raises), its patterns read as
+    the validators may read them at most (``superset``): it holds the canonical spelling of every valid value."""
     one = _Translator(translator.root, 0, translator.max_depth, True)
-    return raw_dfa(one.value(schema, "", ()), ByteAlphabet())
+    one.superset = True
+    return raw_dfa(one.value(schema, pointer, ()), alphabet or ByteAlphabet())
 
 
 def _kind(branch, pointer: str, translator: _Translator):
