@@ -88,8 +88,6 @@ import math
 import re
 from decimal import Decimal
 
-import regex
-
 from ..automata import minimize
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..automata.trimming import trim
@@ -259,6 +257,9 @@ class _Translator:
         self.roots = {id(root)}  # the root schema and what a merge made of it: a schema valid nowhere is refused there
         self.current: list = []  # the schemas being translated, innermost last
         self.empty: dict[str, str] = {}  # pointer -> why no document is valid there (the first few reasons)
+        self.enum_rests: dict[tuple, tuple] = {}  # (id(rest), type) -> (rest, node), for allows()
+        self.checked: dict[int, tuple] = {}  # id(node) -> (node, its byte DFA), for matches()
+        self.compared: dict[int, tuple] = {}  # id(schema) -> (schema, its byte DFA), for oneOf's comparisons
         self.superset = False  # patterns read as the validators may read them at most (_string_pattern)
         self.names = False  # translating propertyNames: strings spelled one way only
         self.open_objects = True  # False: objects listing properties take no others unless additionalProperties says
@@ -585,18 +586,24 @@ class _Translator:
         return alt(Lit(text) for text in unique)
 
     def allows(self, rest: dict, value, pointer: str, refs: tuple) -> bool:
-        """Whether ``value`` is valid under the keywords ``rest`` (an enum's other keywords)."""
+        """Whether ``value`` is valid under the keywords ``rest`` (an enum's other keywords): its compact
+        text in their translation (made once per type of value)."""
+        kind = None
         if "type" not in rest:  # keywords apply to the values of their own type only
             kind = json_type(value)
-            rest = {**rest, "type": "number" if kind == "integer" else kind}
-            if rest["type"] not in TYPES:
+            kind = "number" if kind == "integer" else kind
+            if kind not in TYPES:
                 return False
+        found = self.enum_rests.get((id(rest), kind))
+        if found is None:
+            compact = _Translator(self.root, 0, self.max_depth, self.strict)
+            compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
+            compact.open_objects, compact.empty, compact.roots = self.open_objects, self.empty, set()
+            compact.superset = self.superset
+            typed = rest if kind is None else {**rest, "type": kind}
+            found = self.enum_rests[(id(rest), kind)] = (rest, compact.value(typed, pointer, refs))
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        compact = _Translator(self.root, 0, self.max_depth, self.strict)
-        compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
-        compact.open_objects, compact.empty, compact.roots = self.open_objects, self.empty, set()
-        compact.superset = self.superset
-        return regex.fullmatch(render(compact.value(rest, pointer, refs)), text) is not None
+        return self.matches(found[1], text)
 
     # -- types -------------------------------------------------------------------------------------
     def type_null(self, schema, pointer, refs) -> Node:
@@ -801,7 +808,15 @@ class _Translator:
 
     def name_allowed(self, name: str, names_schema, pointer: str, refs: tuple) -> bool:
         """Whether ``name`` is valid under ``propertyNames`` (its pattern, spelled one way, matches the name)."""
-        return regex.fullmatch(render(self.name_pattern(names_schema, pointer, refs)), json.dumps(name, ensure_ascii=False)) is not None
+        return self.matches(self.name_pattern(names_schema, pointer, refs), json.dumps(name, ensure_ascii=False))
+
+    def matches(self, node: Node, text: str) -> bool:
+        """Whether ``node``'s language holds ``text`` (its byte automaton, made once per node and translation:
+        some nodes are built on the automaton only, without regex text)."""
+        found = self.checked.get(id(node))
+        if found is None or found[0] is not node:
+            found = self.checked[id(node)] = (node, raw_dfa(node, ByteAlphabet()))
+        return found[1].accepts(text.encode("utf-8", "surrogatepass"))
 
     def name_pattern(self, names_schema, pointer: str, refs: tuple) -> Node:
         """``propertyNames`` as the pattern of a member name (a JSON string, spelled as json.dumps does)."""
@@ -842,8 +857,7 @@ class _Translator:
                 name = self.other_names(listed)
             else:
                 name = self.name_pattern(names, _pointer(pointer, "propertyNames"), refs)
-                text = render(name)
-                if any(regex.fullmatch(text, json.dumps(n, ensure_ascii=False)) for n in listed):
+                if any(self.matches(name, json.dumps(n, ensure_ascii=False)) for n in listed):
                     name = None
             if name is not None:
                 value = self.value(extra, self.at(extra, _pointer(pointer, "additionalProperties")), refs)
@@ -1423,11 +1437,8 @@ def _exclusive(branches: list, where: str, translator: _Translator) -> list:
             translator.origin.setdefault(id(branch), (branch, _pointer(where, i)))
         return exclusive
     followed = [_followed(b, _pointer(where, i), translator) for i, b in enumerate(branches)]
-    clash = None
-    for i in range(len(branches)):
-        for j in range(i):
-            if not _disjoint(followed[j], followed[i], translator, 4):
-                clash = clash or (j, i)
+    clash = next(((j, i) for i in range(len(branches)) for j in range(i)
+                  if not _disjoint(followed[j], followed[i], translator, 4)), None)
     if clash is None:
         return branches
     closed = _closed_names(followed)
@@ -1525,7 +1536,7 @@ def _disjoint(a, b, translator: _Translator, budget: int) -> bool:
     if _complete(a) and _complete(b):
         from ..automata.product import intersect
         try:
-            da, db = _scalar_dfa(a, translator), _scalar_dfa(b, translator)
+            da, db = _compared_dfa(a, translator), _compared_dfa(b, translator)
         except BpefstError:
             return False
         return not intersect(da, db).finals
@@ -1580,6 +1591,14 @@ def _canonical(value) -> bool:
     if value is None or isinstance(value, (bool, str, int)):
         return True
     return isinstance(value, float) and math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
+
+
+def _compared_dfa(schema: dict, translator: _Translator):
+    """:func:`_scalar_dfa` over bytes, made once per schema in a translation (a oneOf compares pairs)."""
+    found = translator.compared.get(id(schema))
+    if found is None or found[0] is not schema:
+        found = translator.compared[id(schema)] = (schema, _scalar_dfa(schema, translator))
+    return found[1]
 
 
 def _scalar_dfa(schema: dict, translator: _Translator, alphabet=None, pointer: str = ""):
