@@ -249,3 +249,238 @@ def test_promote_takes_open_objects_and_the_cli_closed_objects(tmp_path, byte_to
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"type": "object", "properties": {"s": {"type": "string", "maxLength": 100_000}}}))
     assert_user_error(run("promote", str(byte_tok), "--json-schema", str(big)), "JSON Schema /properties/s")
+
+
+# -- issue 27, "JSON Schema as people write it": exact constructions, both ways against jsonschema --------------------------
+def dfa_both_ways(schema, universe, at_least_valid=1, at_least_invalid=1, samples=150, longest=60, draft=None,
+                  **options):
+    """Documents sampled from ``schema_to_dfa``'s automaton validate; of ``universe`` (documents written
+    compactly, in the generated form), exactly the valid ones are accepted (``draft``: the validator class,
+    2020-12 by default)."""
+    check = (draft or Validator)(schema)
+    dfa = quiet(schema_to_dfa, schema, **options)
+    for document in sampled_documents(dfa, longest, 5, samples):
+        assert check.is_valid(document), compact(document)
+    valid = invalid = 0
+    for document in universe:
+        accepted = dfa.accepts(compact(document).encode())
+        if check.is_valid(document):
+            valid += 1
+            assert accepted, compact(document)
+        else:
+            invalid += 1
+            assert not accepted, compact(document)
+    assert valid >= at_least_valid and invalid >= at_least_invalid
+    return dfa
+
+
+def test_empty_sub_schemas_are_no_document_not_a_refusal():
+    schema = {"type": "object", "properties": {"k": {"type": "object", "enum": ["a", "b"]}, "n": {"type": "integer"}},
+              "anyOf": [{"required": ["z"], "additionalProperties": False}, {"required": ["n"]}]}
+    dfa_both_ways(schema, objects_of({"k": ["a", {}], "n": [0, "x"], "z": [1]}))
+    with pytest.raises(SchemaError) as caught:  # at the root, a schema nothing is valid under is still refused
+        schema_to_dfa({"type": "object", "enum": ["a"]})
+    assert caught.value.pointer == "/enum"
+
+
+def objects_of(names_values: dict) -> list[dict]:
+    """Every object taking, per name in order, either no member or one of its candidate values."""
+    out = []
+    for choice in itertools.product(*[[None] + list(values) for values in names_values.values()]):
+        out.append({n: v for n, v in zip(names_values, choice) if v is not None})
+    return out
+
+
+# oneOf: an alternation when the branches exclude each other, checked on the automata where that is sound
+def test_one_of_string_branches_disjoint_on_their_automata():
+    schema = {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b", "maxLength": 3},
+                        {"type": "integer"}]}
+    dfa_both_ways(schema, ["a", "ab", "b", "bcd", "bcde", "c", "", 1, 1.5, None])
+
+
+def test_one_of_with_overlapping_branches_is_refused_or_relaxed_with_a_warning():
+    schema = {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]}
+    with pytest.raises(SchemaError) as caught:
+        schema_to_dfa(schema)
+    assert caught.value.pointer == "/oneOf/1" and "\n" not in str(caught.value)
+    with pytest.warns(SchemaWarning, match="/oneOf/1"):
+        relaxed = schema_to_dfa(schema, strict=False)
+    assert relaxed.accepts(b'"ab"')  # taken as anyOf, as the warning says
+
+
+def test_objects_are_never_compared_on_their_automata():
+    # the same object in two member orders: the automata meet nowhere, yet every document is valid under both
+    a = {"type": "object", "properties": {"x": {"const": 1}, "y": {"const": 2}}, "required": ["x", "y"]}
+    b = {"type": "object", "properties": {"y": {"const": 2}, "x": {"const": 1}}, "required": ["x", "y"]}
+    with pytest.raises(SchemaError):
+        schema_to_dfa({"oneOf": [a, b]})
+
+
+@settings(max_examples=60, deadline=None)
+@given(bounds=st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 6)), min_size=2, max_size=3),
+       number=st.booleans())
+def test_one_of_numeric_ranges_against_jsonschema(bounds, number):
+    branches = [{"type": "number" if number and i == 0 else "integer", "minimum": low, "maximum": low + span}
+                for i, (low, span) in enumerate(bounds)]
+    schema = {"oneOf": branches}
+    values = [v / 2 for v in range(-30, 30)]
+    overlap = any(sum(Validator(b).is_valid(v) for b in branches) > 1 for v in values)
+    try:
+        dfa = schema_to_dfa(schema)
+    except SchemaError as exc:
+        assert overlap and exc.pointer.startswith("/oneOf/")  # refused only when two branches share a value
+        return
+    for v in values:
+        text = compact(int(v) if v == int(v) else v)
+        assert dfa.accepts(text.encode()) == Validator(schema).is_valid(json.loads(text)), text
+
+
+def test_one_of_required_only_branches_exactly():
+    schema = {"type": "object", "properties": {"user": {"type": "string"}, "sub": {"type": "string"}, "n": {}},
+              "oneOf": [{"required": ["user"]}, {"required": ["sub"]}, {"required": ["n", "user"]}]}
+    dfa_both_ways(schema, objects_of({"user": ["u", 1], "sub": ["s"], "n": [0]}))
+    bare = {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    dfa_both_ways(bare, objects_of({"a": [1], "b": [2], "c": [3]}) + ["x", 1, None], max_depth=0)
+
+
+def test_one_of_closed_objects_without_common_names_leave_out_the_empty_object():
+    schema = {"type": "object", "oneOf": [
+        {"properties": {"key": {"type": "string", "maxLength": 2}}, "additionalProperties": False},
+        {"properties": {"keys": {"type": "array", "items": {"type": "string"}}}, "additionalProperties": False}]}
+    dfa_both_ways(schema, objects_of({"key": ["ab", "abc"], "keys": [[], ["a"], [1]], "z": [1]}))
+
+
+def test_one_of_discriminated_by_a_required_property_pattern():
+    schema = {"definitions": {
+        "ok": {"required": ["status", "data"], "properties": {"status": {"type": "string", "pattern": "^success$"},
+                                                               "data": {"type": ["null", "integer"]}}},
+        "fail": {"required": ["status"], "properties": {"status": {"type": "string", "pattern": "^fail"},
+                                                         "data": {"type": "string"}}}},
+        "type": "object", "oneOf": [{"$ref": "#/definitions/ok"}, {"$ref": "#/definitions/fail"}]}
+    dfa_both_ways(schema, objects_of({"status": ["success", "fail", "failed", "x"], "data": [None, 1, "d"]}))
+
+
+# not: the forms a translation complements exactly
+def test_not_required_and_not_type():
+    schema = {"type": ["object", "string", "null"], "required": ["a"], "not": {"required": ["b", "c"]}}
+    dfa_both_ways(schema, objects_of({"a": [1], "b": [2], "c": [3]}) + ["s", None, 1])
+    dfa_both_ways({"not": {"type": ["object", "array", "number"]}}, ["s", None, True, 1, 1.5, [], {}], max_depth=0)
+
+
+def test_not_enum_subtracts_every_spelling():
+    schema = {"type": "string", "maxLength": 3, "not": {"enum": ["ab", "a\"", "\u00e9"]}}
+    dfa = dfa_both_ways(schema, ["ab", "a\"", "\u00e9", "a", "abc", "abcd", "b\""])
+    for spelled in (b'"\\u0061b"', b'"a\\u0022"', b'"\\u00e9"', b'"\\u00E9"'):  # other spellings of the values
+        assert not dfa.accepts(spelled)
+
+
+def test_not_beside_an_enum_decides_each_value():
+    schema = {"allOf": [{"enum": [{"bar": 1}, {"foo": 1}, 3]}, {"not": {"properties": {"bar": {}}, "required": ["foo"]}}]}
+    dfa_both_ways(schema, [{"bar": 1}, {"foo": 1}, 3, {"bar": 2}])
+    assert schema_to_dfa({"allOf": [{"enum": [{"foo": "bar"}]}, {"not": {"not": True}}]}).accepts(b'{"foo":"bar"}')
+
+
+@settings(max_examples=50, deadline=None)
+@given(low=st.integers(-20, 20), span=st.integers(0, 20), hole=st.integers(-25, 25), width=st.integers(0, 5))
+def test_not_of_a_range_against_jsonschema(low, span, hole, width):
+    schema = {"type": "integer", "minimum": low, "maximum": low + span,
+              "not": {"type": "integer", "minimum": hole, "maximum": hole + width}}
+    try:
+        dfa = schema_to_dfa(schema)
+    except SchemaError:
+        assert not any(Validator(schema).is_valid(v) for v in range(-50, 50))
+        return
+    for v in range(-50, 50):
+        assert dfa.accepts(str(v).encode()) == Validator(schema).is_valid(v), v
+    assert not dfa.accepts(b"1.0")  # spellings other than the canonical one are left out
+
+
+def test_unsupported_not_is_refused_with_its_pointer_or_dropped():
+    schema = {"type": "object", "properties": {"a": {"not": {"properties": {"b": {"type": "string"}}}}}}
+    with pytest.raises(SchemaError) as caught:
+        schema_to_dfa(schema)
+    assert caught.value.pointer == "/properties/a/not" and "\n" not in str(caught.value)
+    with pytest.warns(SchemaWarning, match="/properties/a/not"):
+        schema_to_dfa(schema, strict=False)
+
+
+# dependencies: an object lacks the member, or has it and what it needs
+def test_dependencies_both_forms_and_dependent_required():
+    for key in ("dependencies", "dependentRequired"):
+        schema = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, key: {"a": ["b"], "c": ["a", "b"]}}
+        draft = jsonschema.Draft7Validator if key == "dependencies" else None  # 2020-12 split it in two
+        dfa_both_ways(schema, objects_of({"a": [1], "b": [2], "c": [3]}), draft=draft, max_depth=0)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "dependentSchemas": {"a": {"properties": {"b": {"minimum": 5}}, "required": ["b"]}}}
+    dfa_both_ways(schema, objects_of({"a": [1], "b": [2, 7]}))
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "dependencies": {"a": {"required": ["z"]}}}
+    dfa_both_ways(schema, objects_of({"a": [1], "z": [2]}), draft=jsonschema.Draft7Validator, max_depth=0)
+    assert schema_to_dfa({"type": "object", "dependencies": {}}, max_depth=0).accepts(b'{"x":1}')
+
+
+# strings: patterns that match characters JSON escapes, lengths beside patterns and formats
+@settings(max_examples=60, deadline=None)
+@given(pattern=st.sampled_from(["a.c", "^[^/]*$", ".*", '^"', "^(/[^/]+)+$", "\\\\"]),
+       text=st.text(alphabet='ac/"\\\n\t\u00e9\x01', max_size=8), low=st.integers(0, 3), span=st.sampled_from([0, 2, None]))
+def test_patterns_with_escaped_characters_and_lengths_against_jsonschema(pattern, text, low, span):
+    schema = {"type": "string", "pattern": pattern}
+    if span is not None:
+        schema.update(minLength=low, maxLength=low + span)
+    dfa = schema_to_dfa(schema)
+    assert dfa.accepts(compact(text).encode()) == Validator(schema).is_valid(text), compact(text)
+
+
+def test_pattern_properties_matching_escaped_characters():
+    schema = {"type": "object", "patternProperties": {"b": {"type": "integer"}}}
+    dfa_both_ways(schema, [{"a\"b": 1}, {"\nb": 2}, {"b": "y"}, {"\"b\\": None}, {}], max_depth=0)
+
+
+def test_length_beside_a_format_and_pattern_beside_a_format():
+    schema = {"type": "string", "format": "email", "maxLength": 8, "pattern": "^[a-c]"}
+    dfa = dfa_both_ways(schema, ["a@b.cc", "ab@b.cc", "abcd@b.cc", "d@b.cc"], at_least_invalid=2)
+    assert not dfa.accepts(b'"not-an-email"')  # the format's own spelling (a subset: formats are annotations)
+
+
+def test_digit_and_word_classes_are_ascii_as_in_ecma_262():
+    dfa = schema_to_dfa({"type": "string", "pattern": "^\\d+\\w$"})
+    assert dfa.accepts(b'"12a"') and not dfa.accepts(compact("\u0661\u0662a").encode())
+    assert not dfa.accepts(compact("1\U000116e1").encode())  # a digit to one Unicode version only
+
+
+@settings(max_examples=60, deadline=None)
+@given(factor=st.integers(1, 12), low=st.integers(-60, 60), value=st.integers(-200, 200), number=st.booleans())
+def test_multiple_of_against_jsonschema(factor, low, value, number):
+    schema = {"type": "number" if number else "integer", "multipleOf": float(factor) if number else factor,
+              "minimum": low}
+    dfa = schema_to_dfa(schema)
+    assert dfa.accepts(str(value).encode()) == Validator(schema).is_valid(value), value
+    assert not dfa.accepts(b"2.5")
+    with pytest.raises(SchemaError) as caught:
+        schema_to_dfa({"type": "number", "multipleOf": 0.01})
+    assert caught.value.pointer == "/multipleOf"
+
+
+def test_max_properties_of_an_object_of_extra_members_only():
+    schema = {"type": "object", "additionalProperties": {"type": "boolean", "enum": [False]}, "minProperties": 1,
+              "maxProperties": 2}
+    dfa_both_ways(schema, [{}, {"a": False}, {"a": False, "b": False}, {"a": False, "b": False, "c": False},
+                           {"a": True}], max_depth=0)
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 0}
+    dfa_both_ways(schema, [{}, {"a": 1}], max_depth=0)
+
+
+@pytest.mark.parametrize("pattern", ["^dev|alpha|stable$", "^a|b", "a|b$", "^(a|b)$|c"])
+def test_anchors_bind_to_their_own_top_level_alternative(pattern):
+    schema = {"type": "string", "pattern": pattern}
+    texts = ["".join(p) for n in range(4) for p in itertools.product("abc", repeat=n)]
+    dfa_both_ways(schema, texts + ["dev", "xdev", "devx", "xalphay", "stablex", "xstable"])
+
+
+def test_negated_and_compared_patterns_are_read_as_the_validators_may_read_them():
+    # Python's re (jsonschema's) lets a final $ match before a final newline, and reads \d over Unicode:
+    # a complement must leave those strings out, a positive pattern need not take them
+    schema = {"type": "string", "not": {"type": "string", "pattern": "^\\d$"}}
+    dfa_both_ways(schema, ["1", "12", "x", "1\n", "\u0661"])  # (U+116E1: a digit to the compiler only, left out)
+    assert not schema_to_dfa({"type": "string", "pattern": "^1$"}).accepts(compact("1\n").encode())
+    with pytest.raises(SchemaError):  # \s: the two Unicode readings may differ either way: not compared
+        schema_to_dfa({"oneOf": [{"type": "string", "pattern": "^\\s$"}, {"type": "string", "pattern": "^a$"}]})

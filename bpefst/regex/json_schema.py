@@ -29,32 +29,52 @@ documents, the one a generator should produce:
 * strings may use every JSON escape except ``\\u`` escapes of surrogates (so
   that a ``\\uXXXX`` is one character, as minLength/maxLength count); extra
   member names are spelled as ``json.dumps`` spells them (so that no two
-  spellings name the same member); a ``format`` generates the common spelling
-  of its format (below);
+  spellings name the same member), and so are strings with a ``pattern``
+  (which may then match any character, ``"`` and controls too); a ``format``
+  generates the common spelling of its format (below); in patterns ``\\d``
+  and ``\\w`` are ASCII, as in ECMA-262, and an anchor binds to its own
+  top-level alternative (``^a|b$``: starts with a, or ends with b);
 * numbers with bounds have no exponent (an unbounded exponent cannot be
-  compared with a bound by a finite automaton).
+  compared with a bound by a finite automaton); with ``multipleOf``, integer
+  numerals only;
+* a sub-schema no document is valid under (an ``enum`` outside its
+  ``type``, a required property that is forbidden) is the empty language
+  there: an optional member is then never written, an ``anyOf`` branch never
+  taken; only at the root is it refused.
 
 Keywords: ``type`` (one or a list; without it, the types its keywords imply),
 ``enum``, ``const``; object: ``properties``, ``required``,
 ``additionalProperties``, ``patternProperties``, ``propertyNames``,
-``minProperties`` up to 1; string: ``minLength``, ``maxLength``, ``pattern``,
-``format`` (date, date-time, time, email, uuid, ipv4, uri, uri-reference,
-hostname; a format JSON Schema does not define is an annotation); integer and
-number: ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``
-(draft-04 booleans too; decimal bounds for numbers, up to 12 decimals); array:
+``minProperties`` up to 1, ``maxProperties`` on an object of extra members
+only, ``dependencies``, ``dependentRequired``,
+``dependentSchemas`` (an object lacks the member, or has it and what it
+needs); string: ``minLength``, ``maxLength``, ``pattern``, ``format``
+(date, date-time, time, email, uuid, ipv4, uri, uri-reference, hostname; a
+format JSON Schema does not define is an annotation), in any combination
+(their automata intersected); integer and number: ``minimum``, ``maximum``,
+``exclusiveMinimum``, ``exclusiveMaximum`` (draft-04 booleans too; decimal
+bounds for numbers, up to 12 decimals), ``multipleOf`` when whole; array:
 ``prefixItems``, ``items`` (a schema, false, or draft-04's list with
 ``additionalItems``), ``minItems``, ``maxItems``; ``anyOf``; ``oneOf`` when
-its branches cannot both hold (pairwise different types or enum values, or a
-required property with disjoint ``const``/``enum`` values);
-``allOf`` and keywords beside ``$ref``/``anyOf``/``oneOf``, merged
-(:mod:`.json_schema_merge`); ``$ref`` to any ``#/...`` pointer of the schema.
-Annotations (``title``, ``description``, ...) change nothing; keywords JSON
-Schema does not define are ignored as it prescribes, with a
-:class:`SchemaWarning`.  The keywords that constrain but that a finite
-automaton cannot honour here (``uniqueItems: true``, ``multipleOf``, ``not``,
-``if``, ``dependencies``, ``contains``, ``maxProperties``, other formats, ...)
-raise :class:`SchemaError` naming the JSON pointer of the keyword; with
+its branches cannot both hold (:func:`_exclusive`: different types or enum
+values, scalar branches whose automata do not meet, a required property with
+disjoint schemas) or in two forms rewritten exactly (branches that only say
+``required``; closed objects without common names); ``not`` of ``not``,
+``required``, ``type``, scalar schemas, and beside an ``enum``
+(:meth:`_Translator.negated`); ``allOf`` and keywords beside
+``$ref``/``anyOf``/``oneOf``, merged (:mod:`.json_schema_merge`); ``$ref``
+to any ``#/...`` pointer of the schema.  Annotations (``title``,
+``description``, ...) change nothing; keywords JSON Schema does not define
+are ignored as it prescribes, with a :class:`SchemaWarning`.  The keywords
+that constrain but that a finite automaton cannot honour here
+(``uniqueItems: true``, a fractional ``multipleOf``, other ``not`` forms,
+``if``, ``contains``, ``maxProperties``, other formats, ...) raise :class:`SchemaError` naming the JSON pointer of the keyword; with
 ``strict=False`` they are dropped instead, and the warning names them.
+
+Some of these (escaped characters in patterns, lengths beside patterns,
+``multipleOf``, ``not`` of scalars) are built on the automaton and have no
+short regex text: :func:`schema_to_regex` refuses them, naming the keyword,
+and :func:`schema_to_dfa` (what ``bpefst.promote`` uses) builds them.
 
 Integer ranges become digit-by-digit alternations (the classic construction:
 split ``[lo, hi]`` at powers of ten, then at each digit position take the
@@ -68,16 +88,16 @@ import math
 import re
 from decimal import Decimal
 
-import regex
-
+from ..automata import minimize
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
+from ..automata.trimming import trim
 from ..errors import BpefstError
 from .alphabets import Alphabet, ByteAlphabet
 from .json_schema_automaton import BuildLimit, build_dfa, leaf_dfa, raw_dfa
 from .json_schema_expr import NOTHING as NO_DOCUMENT
 from .json_schema_expr import NOTHING_TEXT, Built, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
-from .json_schema_merge import merge_all, pattern_matches
-from .json_schema_names import NAME_CHAR, other_names, other_names_dfa
+from .json_schema_merge import NoDocument, merge_all, pattern_matches, required_only_oneof
+from .json_schema_names import NAME_CHAR, json_spelled, other_names, other_names_dfa
 from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, json_type, pointer_to,
                                 same_json, warn_about)
 
@@ -94,7 +114,6 @@ TYPE_HINTS = {
 }
 # Constraining keywords no finite automaton here honours: refused, or dropped with strict=False.
 UNSUPPORTED = {
-    "multipleOf": "multipleOf is not supported",
     "not": "not is not supported",
     "if": "if/then/else is not supported", "then": "if/then/else is not supported",
     "else": "if/then/else is not supported",
@@ -108,6 +127,7 @@ UNSUPPORTED = {
 }
 DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
 NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
+MAX_COUNTED = 16  # maxProperties counted on an object of extra members only
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
 MAX_SIZE = 50_000_000  # bound on the states the graph describes, checked before anything is built (the builder
@@ -200,6 +220,9 @@ def _translate(schema, whitespace: int, max_depth: int, strict: bool, open_objec
         translator = _Translator(schema, whitespace, max_depth, bool(strict))
     translator.open_objects = bool(open_objects)
     node = translator.value(schema, "", ())
+    if node is NO_DOCUMENT and schema is not False and translator.empty:
+        where, why = next(iter(translator.empty.items()))
+        raise SchemaError(where, why)
     warn_about(list(translator.ignored), list(translator.relaxed), stacklevel=4)
     return node
 
@@ -231,12 +254,27 @@ class _Translator:
         self.memo: dict[tuple, tuple] = {}  # (id(schema), refs, names) -> (schema, node): translated once
         self.anys: dict[int, Node] = {}
         self.where: dict[int, str] = {}  # id(node) -> the pointer of the schema it was translated from (first one)
+        self.roots = {id(root)}  # the root schema and what a merge made of it: a schema valid nowhere is refused there
+        self.current: list = []  # the schemas being translated, innermost last
+        self.empty: dict[str, str] = {}  # pointer -> why no document is valid there (the first few reasons)
+        self.enum_rests: dict[tuple, tuple] = {}  # (id(rest), type) -> (rest, node), for allows()
+        self.checked: dict[int, tuple] = {}  # id(node) -> (node, its byte DFA), for matches()
+        self.compared: dict[int, tuple] = {}  # id(schema) -> (schema, its byte DFA), for oneOf's comparisons
+        self.superset = False  # patterns read as the validators may read them at most (_string_pattern)
         self.names = False  # translating propertyNames: strings spelled one way only
         self.open_objects = True  # False: objects listing properties take no others unless additionalProperties says
 
     def punct(self, char: str) -> Node:
         """A structural character with the allowed whitespace around it."""
         return seq(self.ws, Lit(char), self.ws)
+
+    def nothing(self, pointer: str, message: str) -> Node:
+        """A schema no document is valid under: the empty language inside the document (an optional member
+        is then never written, an anyOf branch never taken); refused at the root, where it would be all."""
+        if self.current and id(self.current[-1]) in self.roots:
+            raise SchemaError(pointer, message)
+        self.empty.setdefault(pointer, message)
+        return NO_DOCUMENT
 
     def unsupported(self, pointer: str, message: str) -> None:
         """Refuse a keyword that constrains documents but cannot be honoured, unless strict=False."""
@@ -259,11 +297,14 @@ class _Translator:
         try:
             if self.depth > MAX_DEPTH:
                 raise SchemaError(pointer, f"schemas nest more than {MAX_DEPTH} deep")
+            self.current.append(schema)
             node = self._value(schema, pointer, refs)
         except (StateLimitExceeded, ArcLimitExceeded) as exc:  # a leaf (a pattern, a long string) too large to compile
             raise SchemaError(pointer, f"{exc}") from None
         finally:
             self.depth -= 1
+            if self.current and self.current[-1] is schema:
+                self.current.pop()
         if node.size > MAX_SIZE:
             raise SchemaError(pointer, f"the translated automaton grows past {MAX_SIZE:,} states; lower max_depth "
                                        f"(now {self.max_depth}) or bound the schema")
@@ -289,6 +330,10 @@ class _Translator:
         for keyword in ("anyOf", "oneOf"):
             if keyword in schema:
                 return self.combinator(schema, keyword, pointer, refs)
+        if keys & {"dependencies", "dependentRequired", "dependentSchemas"}:
+            return self.dependencies(schema, pointer, refs, keys)
+        if "not" in keys:
+            return self.negated(schema, pointer, refs)
         for key in keys & UNSUPPORTED.keys():
             self.unsupported(_pointer(pointer, key), UNSUPPORTED[key])
         if "enum" in schema or "const" in schema:
@@ -387,13 +432,18 @@ class _Translator:
             followed.append(ref)
             return self.resolve(ref, where)
 
-        combined = merge_all([(schema, pointer)], resolve, self.origin, self.keywords)
+        try:
+            combined = merge_all([(schema, pointer)], resolve, self.origin, self.keywords)
+        except NoDocument as exc:
+            return self.nothing(exc.pointer, str(exc).split(": ", 1)[1])
         if combined is False:
             return NO_DOCUMENT
         for name, where in combined.get(FORBIDDEN, []):
             if name in (combined.get("required") or []):
                 raise SchemaError(where, f"required property {name!r} is forbidden by this additionalProperties: false")
         self.origin.setdefault(id(combined), (combined, pointer))
+        if id(schema) in self.roots:
+            self.roots.add(id(combined))
         return self.value(combined, pointer, refs + tuple(followed))
 
     def combinator(self, schema: dict, keyword: str, pointer: str, refs: tuple) -> Node:
@@ -402,14 +452,125 @@ class _Translator:
         if not isinstance(branches, list) or not branches:
             raise SchemaError(where, "must be a non-empty list of schemas")
         if keyword == "oneOf":
-            _check_exclusive(branches, where, self)
+            branches = _exclusive(branches, where, self)
         return alt(self.value(b, self.at(b, _pointer(where, i)), refs) for i, b in enumerate(branches))
+
+    def rewritten(self, schema: dict, pointer: str, refs: tuple, parts: list) -> Node:
+        """``schema`` (its keywords handled) with the schemas ``parts`` that must hold beside it: merged."""
+        for part, where in parts:
+            self.origin.setdefault(id(part), (part, where))
+        if not parts:
+            return self.value(schema, pointer, refs)
+        combined = {"allOf": [schema] + [part for part, _ in parts]}
+        self.origin.setdefault(id(combined), (combined, pointer))
+        self.origin.setdefault(id(schema), (schema, pointer))
+        if id(self.current[-1]) in self.roots:
+            self.roots.update((id(combined), id(schema)))
+        return self.value(combined, pointer, refs)
+
+    def dependencies(self, schema: dict, pointer: str, refs: tuple, keys: set) -> Node:
+        """``dependencies`` (draft 4-7), ``dependentRequired`` and ``dependentSchemas``, exactly: for each
+        name, an object either lacks the member or has it and what it requires (the names, or the schema)."""
+        parts = []
+        for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+            if key not in keys:
+                continue
+            where = _pointer(pointer, key)
+            entries = schema[key]
+            if not isinstance(entries, dict):
+                raise SchemaError(where, "must be an object")
+            for name, needs in entries.items():
+                at = _pointer(where, name)
+                if isinstance(needs, list) and key != "dependentSchemas":
+                    if not all(isinstance(n, str) for n in needs):
+                        raise SchemaError(at, "must be a list of property names")
+                    present = {"required": list(dict.fromkeys([name] + needs))}
+                elif isinstance(needs, (dict, bool)) and key != "dependentRequired":
+                    present = {"allOf": [{"required": [name]}, needs]}
+                    self.origin.setdefault(id(needs), (needs, at))
+                else:
+                    raise SchemaError(at, "must be a list of property names" if key != "dependentSchemas" else
+                                      "must be a schema")
+                parts.append(({"anyOf": [{"properties": {name: False}}, present]}, at))
+        rest = {k: v for k, v in schema.items() if k not in ("dependencies", "dependentRequired", "dependentSchemas")}
+        return self.rewritten(rest, pointer, refs, parts)
+
+    def negated(self, schema: dict, pointer: str, refs: tuple) -> Node:
+        """``not``, for the forms a translation can complement exactly (else refused, or dropped with
+        ``strict=False``).
+
+        * ``not`` of ``not X``: ``X``; of ``false``: nothing; of ``true``/``{}``: no document;
+        * ``not: {required: [...]}``: an object lacking one of the names (``properties: {name: false}``);
+        * ``not: {type: ...}``: the other types;
+        * ``not`` of a complete scalar schema (:func:`_complete`: types, bounds, lengths, patterns,
+          enum/const of scalars): the translation of the rest, restricted to canonical spellings of
+          its scalars (:data:`CANONICAL`), minus the negated schema's automaton, which holds the canonical
+          spelling of every value valid under it;
+        * beside ``enum``/``const``: the values the negated schema rejects, decided value by value
+          (:func:`_decide`);
+        * ``not: {anyOf: [...]}`` (also what several ``not`` merged become): each branch negated.
+        """
+        where = _pointer(pointer, "not")
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        negated = schema["not"]
+        branches = [negated]
+        if isinstance(negated, dict) and {k for k in negated if k in VOCABULARY} == {"anyOf"} and isinstance(negated["anyOf"], list):
+            branches = negated["anyOf"]
+        parts, subtract = [], []
+        for n in branches:
+            if ("enum" in rest or "const" in rest) and not subtract:
+                values = [rest["const"]] if "const" in rest else rest["enum"]
+                if isinstance(values, list):
+                    verdicts = [_decide(n, v, self) for v in values]
+                    if None not in verdicts:
+                        kept = [v for v, holds in zip(values, verdicts) if not holds]
+                        if not kept:
+                            return self.nothing(where, "every enum value is valid under not's schema: nothing is valid")
+                        rest = {**{k: v for k, v in rest.items() if k not in ("enum", "const")}, "enum": kept}
+                        continue
+            plain = _plain(n, where, self)
+            if plain is False:
+                continue
+            if plain is True or (isinstance(plain, dict) and not any(k in VOCABULARY for k in plain)):
+                return self.nothing(where, "not of a schema every document is valid under: nothing is valid")
+            if not isinstance(plain, dict):
+                self.unsupported(where, "this not is not supported")
+                continue
+            plain = {k: v for k, v in plain.items() if k in VOCABULARY and not _says_nothing(k, v)}
+            keys = set(plain)
+            if not keys:
+                return self.nothing(where, "not of a schema every document is valid under: nothing is valid")
+            if keys == {"not"}:
+                parts.append((plain["not"], where))
+            elif keys == {"required"} and isinstance(plain["required"], list) and plain["required"]:
+                names = list(dict.fromkeys(plain["required"]))
+                absent = [{"properties": {name: False}} for name in names]
+                parts.append(({"type": "object", **absent[0]} if len(absent) == 1 else
+                              {"type": "object", "anyOf": absent}, where))
+            elif keys == {"type"}:
+                declared = _declared(plain)
+                remaining = [t for t in TYPES if t not in declared and t != "integer"]
+                if "integer" in declared and "number" not in declared:
+                    self.unsupported(_pointer(where, "type"), "not of integer (numbers that are not whole) is not supported")
+                    continue
+                if not remaining:
+                    return self.nothing(where, "not of every type: nothing is valid")
+                parts.append(({"type": remaining}, where))
+            elif _complete(plain):
+                subtract.append(plain)
+            else:
+                self.unsupported(where, "not is supported for not, required, type, enum/const beside an enum, and "
+                                        "scalar schemas (types, bounds, lengths, patterns, enum/const of scalars) only")
+        node = self.rewritten(rest, pointer, refs, parts)
+        if not subtract:
+            return node
+        return _difference(node, subtract, self, where)
 
     def enum(self, schema: dict, pointer: str, refs: tuple) -> Node:
         if "const" in schema:
             values, where = [schema["const"]], _pointer(pointer, "const")
             if "enum" in schema and not any(same_json(schema["const"], v) for v in schema["enum"] or []):
-                raise SchemaError(where, "the const is not among the enum values: nothing is valid")
+                return self.nothing(where, "the const is not among the enum values: nothing is valid")
         else:
             values, where = schema["enum"], _pointer(pointer, "enum")
             if not isinstance(values, list) or not values:
@@ -418,24 +579,31 @@ class _Translator:
         if rest:  # keep the values the other keywords allow: a value's own text must match their pattern
             values = [v for v in values if self.allows(rest, v, pointer, refs)]
             if not values:
-                raise SchemaError(where, "no value is valid under the schema's other keywords")
+                return self.nothing(where, "no value is valid under the schema's other keywords")
         unique: dict[str, None] = {}
         for v in values:
             unique[json.dumps(v, separators=(",", ":"), ensure_ascii=False)] = None
         return alt(Lit(text) for text in unique)
 
     def allows(self, rest: dict, value, pointer: str, refs: tuple) -> bool:
-        """Whether ``value`` is valid under the keywords ``rest`` (an enum's other keywords)."""
+        """Whether ``value`` is valid under the keywords ``rest`` (an enum's other keywords): its compact
+        text in their translation (made once per type of value)."""
+        kind = None
         if "type" not in rest:  # keywords apply to the values of their own type only
             kind = json_type(value)
-            rest = {**rest, "type": "number" if kind == "integer" else kind}
-            if rest["type"] not in TYPES:
+            kind = "number" if kind == "integer" else kind
+            if kind not in TYPES:
                 return False
+        found = self.enum_rests.get((id(rest), kind))
+        if found is None:
+            compact = _Translator(self.root, 0, self.max_depth, self.strict)
+            compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
+            compact.open_objects, compact.empty, compact.roots = self.open_objects, self.empty, set()
+            compact.superset = self.superset
+            typed = rest if kind is None else {**rest, "type": kind}
+            found = self.enum_rests[(id(rest), kind)] = (rest, compact.value(typed, pointer, refs))
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        compact = _Translator(self.root, 0, self.max_depth, self.strict)
-        compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
-        compact.open_objects = self.open_objects
-        return regex.fullmatch(render(compact.value(rest, pointer, refs)), text) is not None
+        return self.matches(found[1], text)
 
     # -- types -------------------------------------------------------------------------------------
     def type_null(self, schema, pointer, refs) -> Node:
@@ -459,15 +627,21 @@ class _Translator:
                     self.ignored[_pointer(pointer, "format")] = None
                 schema = {k: v for k, v in schema.items() if k != "format"}
         if "format" in schema or "pattern" in schema:
-            if "format" in schema and "pattern" in schema:
-                self.unsupported(_pointer(pointer, "pattern"), "format and pattern together are not supported")
-                schema = {k: v for k, v in schema.items() if k != "pattern"}
-            for key in ("minLength", "maxLength"):
-                if key in schema:
-                    self.unsupported(_pointer(pointer, key), f"{key} with format or pattern is not supported")
+            texts, shown = [], None  # value-level patterns that must all match; the text of the spelled language
             if "format" in schema:
-                return seq(Lit('"'), _leaf(FORMATS[schema["format"]]), Lit('"'))
-            return seq(Lit('"'), _leaf(_string_pattern(schema["pattern"], _pointer(pointer, "pattern"))), Lit('"'))
+                texts.append(FORMATS[schema["format"]])
+                shown = _leaf(FORMATS[schema["format"]])
+            if "pattern" in schema:
+                value_text, spelled = _string_pattern(schema["pattern"], _pointer(pointer, "pattern"), self.superset)
+                texts.append(value_text)
+                shown = _leaf(spelled) if spelled is not None and not shown else None
+            bounds = (low, high) if low > 0 or high is not None else None
+            if bounds is None and shown is not None:
+                return seq(Lit('"'), shown, Lit('"'))  # one pattern of unescaped characters: a plain leaf
+            where = (_pointer(pointer, "pattern") if "pattern" in schema and shown is None and len(texts) == 1 else
+                     _pointer(pointer, "maxLength" if "maxLength" in schema else "minLength") if bounds else
+                     _pointer(pointer, "pattern"))
+            return seq(Lit('"'), _spelled_strings(tuple(texts), bounds, where), Lit('"'))
         if high is None:
             return seq(Lit('"'), _leaf(f"{char}{_repeat(low, high)}"), Lit('"'))
         # bounded: one cached character automaton repeated by the builder (a long bound compiled as regex text
@@ -476,20 +650,54 @@ class _Translator:
 
     def type_integer(self, schema: dict, pointer: str, refs) -> Node:
         low, high = _bounds(_draft4_bounds(schema), pointer, integer=True)
-        if low is None and high is None:
-            return _leaf(INTEGER)
         if low is not None and high is not None and low > high:
             raise SchemaError(pointer, f"no integer lies between the bounds {low} and {high}")
-        return _leaf(_integer_range(low, high))
+        text = INTEGER if low is None and high is None else _integer_range(low, high)
+        return self.multiple_of(schema, pointer, text)
 
     def type_number(self, schema: dict, pointer: str, refs) -> Node:
         schema = _draft4_bounds(schema)
         if not any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
-            return _leaf(NUMBER)
+            return self.multiple_of(schema, pointer, NUMBER)
         low, low_open, high, high_open = _number_bounds(schema, pointer)
         if low is not None and high is not None and (low > high or (low == high and (low_open or high_open))):
             raise SchemaError(pointer, "no number lies between the bounds")
-        return _leaf(_number_range(low, low_open, high, high_open))
+        return self.multiple_of(schema, pointer, _number_range(low, low_open, high, high_open))
+
+    def multiple_of(self, schema: dict, pointer: str, text: str) -> Node:
+        """The numerals of ``text`` that are multiples of ``multipleOf`` as the validators decide it.
+
+        Kept: integer numerals (no fraction, no exponent), which parse to
+        Python ints, whose remainder is exact, of a whole ``multipleOf``.  A
+        float one (``2.0``) is divided in floating point, exact for numerals
+        of up to 15 digits, so those only; a fractional one (``0.01``) is
+        refused: floating-point division makes 0.07 no multiple of 0.01.
+        """
+        if "multipleOf" not in schema:
+            return _leaf(text)
+        where = _pointer(pointer, "multipleOf")
+        factor = schema["multipleOf"]
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+            raise SchemaError(where, f"must be a positive number, not {factor!r}")
+        if isinstance(factor, float) and not factor.is_integer():
+            self.unsupported(where, "a fractional multipleOf is not supported (floating-point division decides it)")
+            return _leaf(text)
+        digits = 15 if isinstance(factor, float) else None
+        factor = int(factor)
+        if factor == 1 and digits is None and text == INTEGER:
+            return _leaf(text)
+        if factor > 10_000:
+            self.unsupported(where, "a multipleOf above 10000 is not supported")
+            return _leaf(text)
+        from ..automata.product import intersect
+
+        def make(alphabet):
+            return minimize(intersect(leaf_dfa(text, alphabet), _multiples(factor, digits)))
+
+        def graph():
+            raise SchemaError(where, "schema_to_regex cannot write multipleOf as regex text; schema_to_dfa builds it")
+
+        return Built(("multipleOf", text, factor, digits), make, graph, leaf_dfa(text, ByteAlphabet()).num_states * factor + 2)
 
     def type_array(self, schema: dict, pointer: str, refs) -> Node:
         """``[`` items ``]``: the ``prefixItems`` positions first (a tuple), then ``items`` for the rest."""
@@ -560,6 +768,12 @@ class _Translator:
         if minimum > max(needed, 1):
             self.unsupported(_pointer(pointer, "minProperties"), "minProperties above 1 (and above the required count) "
                                                                   "is not supported")
+        if maximum is not None and not members and more is not None and minimum <= 1 and maximum <= MAX_COUNTED:
+            # extra members only: counted (two extra members may share a name, which only lowers the count)
+            if maximum == 0:
+                return seq(self.punct("{"), self.punct("}"))
+            items = seq(more, Rep(seq(comma, more), max(minimum - 1, 0), maximum - 1))
+            return seq(self.punct("{"), items if minimum > 0 else Rep(items, 0, 1), self.punct("}"))
         if maximum is not None and (more is not None or maximum < len(members)):
             self.unsupported(_pointer(pointer, "maxProperties"), "maxProperties below the number of possible members "
                                                                   "is not supported")
@@ -578,9 +792,10 @@ class _Translator:
         constraints += [sub for p, sub in patterns.items() if pattern_matches(p, name)]
         if name not in properties and len(constraints) == 0:
             if extra is False:
-                raise SchemaError(self.at(schema.get("required"), _pointer(pointer, "required")),
-                                  f"required property {name!r} is not in properties and "
-                                                                  "additionalProperties is false: nothing is valid")
+                self.nothing(self.at(schema.get("required"), _pointer(pointer, "required")),
+                             f"required property {name!r} is not in properties and additionalProperties is false: "
+                             "nothing is valid")
+                return False
             if extra is not True:
                 constraints.append(extra)
         if not constraints:
@@ -593,7 +808,15 @@ class _Translator:
 
     def name_allowed(self, name: str, names_schema, pointer: str, refs: tuple) -> bool:
         """Whether ``name`` is valid under ``propertyNames`` (its pattern, spelled one way, matches the name)."""
-        return regex.fullmatch(render(self.name_pattern(names_schema, pointer, refs)), json.dumps(name, ensure_ascii=False)) is not None
+        return self.matches(self.name_pattern(names_schema, pointer, refs), json.dumps(name, ensure_ascii=False))
+
+    def matches(self, node: Node, text: str) -> bool:
+        """Whether ``node``'s language holds ``text`` (its byte automaton, made once per node and translation:
+        some nodes are built on the automaton only, without regex text)."""
+        found = self.checked.get(id(node))
+        if found is None or found[0] is not node:
+            found = self.checked[id(node)] = (node, raw_dfa(node, ByteAlphabet()))
+        return found[1].accepts(text.encode("utf-8", "surrogatepass"))
 
     def name_pattern(self, names_schema, pointer: str, refs: tuple) -> Node:
         """``propertyNames`` as the pattern of a member name (a JSON string, spelled as json.dumps does)."""
@@ -623,7 +846,9 @@ class _Translator:
         for p, sub in patterns.items():
             if names is not None or any(pattern_matches(p, n) for n in listed):
                 continue
-            name = seq(Lit('"'), _leaf(_string_pattern(p, _pointer(where, p))), Lit('"'))
+            value_text, spelled = _string_pattern(p, _pointer(where, p))
+            body = _leaf(spelled) if spelled is not None else _spelled_strings((value_text,), None, _pointer(where, p))
+            name = seq(Lit('"'), body, Lit('"'))
             shared = [patterns[q] for q in patterns if q == p or _may_share_names(p, q)]
             value = shared[0] if len(shared) == 1 else {"allOf": shared}
             branches.append(seq(name, colon, self.value(value, self.at(value, _pointer(where, p)), refs)))
@@ -632,13 +857,53 @@ class _Translator:
                 name = self.other_names(listed)
             else:
                 name = self.name_pattern(names, _pointer(pointer, "propertyNames"), refs)
-                text = render(name)
-                if any(regex.fullmatch(text, json.dumps(n, ensure_ascii=False)) for n in listed):
+                if any(self.matches(name, json.dumps(n, ensure_ascii=False)) for n in listed):
                     name = None
             if name is not None:
                 value = self.value(extra, self.at(extra, _pointer(pointer, "additionalProperties")), refs)
                 branches.append(seq(name, colon, value))
         return alt(branches) if branches else None
+
+
+def _multiples(factor: int, digits: int | None):
+    """The DFA of integer numerals (``-?(0|[1-9][0-9]*)``, at most ``digits`` digits) divisible by ``factor``:
+    the remainder of the digits read so far, one state each (per count of digits when they are bounded)."""
+    from ..automata import DFA
+
+    rows: list[dict[int, int]] = []
+    index: dict = {}
+    finals = set()
+
+    def state(key) -> int:
+        found = index.get(key)
+        if found is None:
+            found = index[key] = len(rows)
+            rows.append({})
+            todo.append(key)
+        return found
+
+    todo: list = []
+    start = state(("start",))
+    state(("sign",))
+    while todo:
+        key = todo.pop()
+        here = index[key]
+        if key[0] in ("start", "sign"):
+            if key[0] == "start":
+                rows[here][ord("-")] = index[("sign",)]
+                rows[here][ord("0")] = state(("zero",))
+            for d in range(1, 10):
+                rows[here][ord("0") + d] = state(("r", d % factor, 1))
+        elif key[0] == "zero":
+            finals.add(here)
+        else:
+            _, r, n = key
+            if r == 0:
+                finals.add(here)
+            if digits is None or n < digits:
+                for d in range(10):
+                    rows[here][ord("0") + d] = state(("r", (10 * r + d) % factor, n + 1 if digits is not None else 1))
+    return minimize(DFA(rows, start, frozenset(finals), check=False))
 
 
 def _leaf(text: str) -> Leaf:
@@ -670,7 +935,7 @@ def _may_share_names(p: str, q: str) -> bool:
     """Whether two ``patternProperties`` patterns can both match one name (their name automata intersect)."""
     from ..automata.product import intersect
     try:
-        a, b = (leaf_dfa(_string_pattern(x, ""), ByteAlphabet()) for x in (p, q))
+        a, b = (leaf_dfa(_string_pattern(x, "")[0], ByteAlphabet()) for x in (p, q))
     except BpefstError:
         return True
     return bool(intersect(a, b).finals)
@@ -876,37 +1141,153 @@ def _number_range(low: int | None, low_open: bool, high: int | None, high_open: 
 
 
 # -- strings -------------------------------------------------------------------------------------
-def _string_pattern(pattern, pointer: str) -> str:
-    """A string's ``pattern`` as the pattern of its JSON text (unescaped characters only).
+ANY_CHAR = r"[\x00-\U0010FFFF]"  # one character of a string's value (a JSON spelling escapes some)
+
+
+def _string_pattern(pattern, pointer: str, superset: bool = False) -> tuple[str, str | None]:
+    """A string's ``pattern`` as ``(value_text, spelled_text)``: the pattern of the strings' values (their
+    characters), and, when the pattern cannot match a character JSON escapes, the pattern of their JSON
+    text between the quotes (else None: :func:`_spelled_strings` spells the escapes on the automaton).
 
     JSON Schema patterns search (``^``/``$`` anchor them); an unanchored side
-    may be extended by any characters.  The pattern must not be able to match
-    characters that JSON escapes (``"``, ``\\``, controls), checked on its DFA.
+    may be extended by any characters.  ``superset``: as Python's ``re`` (the
+    validators') may read it at most: ``\\d``/``\\w`` over the compiler's
+    Unicode (newer than Python's, so larger), and a final ``$`` also before a
+    final newline; for :func:`_complete` schemas only (no other class escapes).
     """
     if not isinstance(pattern, str):
         raise SchemaError(pointer, "must be a string")
-    body, head, tail = pattern, False, False
-    if body.startswith("^"):
-        body, head = body[1:], True
-    if body.endswith("$") and not _escaped_at_end(body):
-        body, tail = body[:-1], True
-    if (head or tail) and _top_level_bar(body):
-        raise SchemaError(pointer, "an anchor beside a top-level | binds to one branch only; group the branches: ^(a|b)$")
-    free = r'[^"\\\x00-\x1f]*'
-    text = ("" if head else free) + f"(?:{body})" + ("" if tail else free)
-    try:
-        dfa = leaf_dfa(body, ByteAlphabet())  # cached: the translation compiles the same leaf again
-    except BpefstError as exc:
-        raise SchemaError(pointer, f"{exc}") from None
+    branches = []  # (body, anchored at the start, anchored at the end), per top-level alternative
+    for branch in _top_level_split(pattern):
+        body, head, tail = branch, False, False
+        if body.startswith("^"):
+            body, head = body[1:], True
+        if body.endswith("$") and not _escaped_at_end(body):
+            body, tail = body[:-1], True
+            if superset:
+                body = f"(?:{body})\\n?"
+        branches.append((body if superset else _ascii_classes(body), head, tail))
+    if len(branches) > 1 and not any(head or tail for _, head, tail in branches):
+        whole = "|".join(_top_level_split(pattern))  # one search: as written
+        branches = [(whole if superset else _ascii_classes(whole), False, False)]
     escaped = set(range(0x20)) | {ord('"'), ord("\\")}
-    if any(symbol in escaped for row in dfa.transitions for symbol in row):
-        raise SchemaError(pointer, "the pattern can match characters JSON must escape (quote, backslash, controls)")
-    return text
+    spells = True
+    for body, _, _ in branches:
+        try:
+            dfa = leaf_dfa(body, ByteAlphabet())  # cached: the translation compiles the same leaf again
+        except BpefstError as exc:
+            raise SchemaError(pointer, f"{exc}") from None
+        spells = spells and not any(symbol in escaped for row in dfa.transitions for symbol in row)
+
+    def text(free: str) -> str:
+        parts = [("" if head else free) + f"(?:{body})" + ("" if tail else free) for body, head, tail in branches]
+        return parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts)
+
+    return text(ANY_CHAR + "*"), text(NAME_CHAR + "*") if spells else None  # free: any characters, json.dumps-spelled
 
 
-def _top_level_bar(text: str) -> bool:
-    """Whether ``text`` has a ``|`` outside groups and classes."""
-    depth, i, in_class = 0, 0, False
+def _spelled_strings(texts: tuple, bounds, pointer: str) -> Built:
+    """The JSON text (between the quotes, spelled as json.dumps spells it) of the strings whose value
+    matches every pattern of ``texts`` and has ``bounds = (low, high)`` characters (None: any number).
+
+    Built on the automaton: the patterns' DFAs intersected, the length
+    counted on it (:func:`_count_chars`), then escapes spelled
+    (:func:`~.json_schema_names.json_spelled`).  As regex text it has no
+    short form, so :func:`schema_to_regex` refuses it (:func:`schema_to_dfa` builds it).
+    """
+    from ..automata.product import intersect
+
+    def make(alphabet):
+        dfa = None
+        for text in texts:
+            one = leaf_dfa(text, alphabet)
+            dfa = one if dfa is None else minimize(intersect(dfa, one))
+        if bounds is not None:
+            dfa = _count_chars(dfa, bounds[0], bounds[1], isinstance(alphabet, ByteAlphabet))
+        return json_spelled(dfa)
+
+    def graph():
+        raise SchemaError(pointer, "schema_to_regex cannot write this string's pattern, format or length as regex text "
+                                   "(escaped characters, or a length beside a pattern); schema_to_dfa builds it")
+
+    size = sum(leaf_dfa(t, ByteAlphabet()).num_states for t in texts) * (1 + (bounds[1] or bounds[0]) if bounds else 2)
+    return Built(("strings", texts, bounds), make, graph, size + 2)
+
+
+def _count_chars(dfa, low: int, high: int | None, utf8: bool):
+    """``dfa`` (reading a string's characters) restricted to strings of ``low`` to ``high`` characters: the
+    product with a counter, which counts a character at each symbol that starts one (every symbol, or in
+    UTF-8 every byte but a continuation byte); ``high`` None: at least ``low``."""
+    from ..automata import DFA
+
+    top = high if high is not None else low
+    index = {(dfa.start, 0): 0}
+    rows: list[dict[int, int]] = [{}]
+    finals = set()
+    todo = [(dfa.start, 0)]
+    while todo:
+        q, n = todo.pop()
+        here = index[(q, n)]
+        if q in dfa.finals and n >= low:
+            finals.add(here)
+        row = rows[here]
+        for symbol, target in dfa.transitions[q].items():
+            m = n + (0 if utf8 and 0x80 <= symbol < 0xC0 else 1)
+            if m > top:
+                if high is not None:
+                    continue
+                m = top
+            key = (target, m)
+            found = index.get(key)
+            if found is None:
+                found = index[key] = len(rows)
+                rows.append({})
+                todo.append(key)
+            row[symbol] = found
+    return minimize(trim(DFA(rows, 0, frozenset(finals), check=False)))
+
+
+_ASCII_CLASSES = {"d": "0-9", "w": "0-9A-Za-z_"}
+
+
+def _ascii_classes(text: str) -> str:
+    """``\\d`` and ``\\w`` as ECMA-262 (JSON Schema's regex dialect) reads them: ASCII digits and word
+    characters.  Python's ``re`` (the validators') and the compiler read them over Unicode, from different
+    Unicode versions, so a digit of the newer one only would be accepted and then rejected; the ASCII
+    sets are inside both.  Left alone inside a negated class, where the larger set is the safe side."""
+    out, i, in_class, negated = [], 0, False, False
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in _ASCII_CLASSES and not (in_class and negated):
+                out.append(_ASCII_CLASSES[nxt] if in_class else f"[{_ASCII_CLASSES[nxt]}]")
+            else:
+                out.append(text[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "[":
+                return text  # a nested class (set operations): left as written
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class, negated = True, text[i + 1:i + 2] == "^"
+            start = i + 1 + negated
+            out.append(text[i:start])
+            i = start
+            if text[i:i + 1] == "]":  # a ']' first in a class is a literal
+                out.append("]")
+                i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at its ``|`` outside groups and classes (an anchor binds to its own alternative)."""
+    parts, depth, i, in_class, start = [], 0, 0, False, 0
     while i < len(text):
         c = text[i]
         if c == "\\":
@@ -924,9 +1305,11 @@ def _top_level_bar(text: str) -> bool:
         elif c == ")":
             depth -= 1
         elif c == "|" and depth == 0:
-            return True
+            parts.append(text[start:i])
+            start = i + 1
         i += 1
-    return False
+    parts.append(text[start:])
+    return parts
 
 
 def _escaped_at_end(text: str) -> bool:
@@ -936,30 +1319,294 @@ def _escaped_at_end(text: str) -> bool:
 
 
 # -- oneOf ----------------------------------------------------------------------------------------
-def _check_exclusive(branches: list, where: str, translator: _Translator) -> None:
-    """oneOf is an alternation only when no document can be valid under two branches.
+# Canonical spellings of scalars (strings as json.dumps spells them, numbers in their shortest plain decimal,
+# without "-0"), and anything that starts as an array or object: what a subtraction for ``not`` keeps.
+CANONICAL = (r'[ \t\n\r]*(?:null|true|false|0(?:\.[0-9]*[1-9])?|-0\.[0-9]*[1-9]|-?[1-9][0-9]*(?:\.[0-9]*[1-9])?'
+             r'|"' + NAME_CHAR + r'*"|[\[{][\x00-\U0010FFFF]*)')
 
-    Sufficient, checked pairwise: the branches (after following ``$ref``)
-    declare different ``type`` (integer is a number) or disjoint
-    ``enum``/``const`` values, or both describe objects whose values of a
-    property both require have disjoint ``enum``/``const`` values (a
-    discriminator, as in ``{"kind": {"const": "a"}}``).  A type only implied by
-    keywords does not count: an untyped branch validates every value of the
-    other types.  Otherwise the schema is refused, or with ``strict=False``
-    the oneOf is taken as an anyOf (documents valid under two branches
-    accepted), with a warning.
+
+def _difference(node: Node, subtract: list, translator: _Translator, where: str) -> Built:
+    """``node``'s documents in :data:`CANONICAL` spelling, minus those of the complete scalar schemas ``subtract``."""
+    from ..automata.product import difference, intersect
+    schemas = list(subtract)
+
+    def make(alphabet):
+        dfa = minimize(intersect(raw_dfa(node, alphabet), leaf_dfa(CANONICAL, alphabet)))
+        for schema in schemas:
+            dfa = minimize(difference(dfa, _scalar_dfa(schema, translator, alphabet, where)))
+        return dfa
+
+    def graph():
+        raise SchemaError(where, "schema_to_regex cannot write this not as regex text; schema_to_dfa builds it")
+
+    return Built(("not", id(node), tuple(id(s) for s in schemas)), make, graph, 2 * node.size + 2)
+
+
+def _says_nothing(key: str, value) -> bool:
+    """Whether a keyword constrains nothing by its value (``properties`` whose schemas are all ``{}``/true, ...)."""
+    if key == "properties":
+        return isinstance(value, dict) and all(v is True or v == {} for v in value.values())
+    if key == "required" and value == []:
+        return True
+    return key in ("additionalProperties", "items") and (value is True or value == {})
+
+
+def _decide(schema, value, translator: _Translator, depth: int = 0):
+    """Whether ``value`` (a Python value from json.loads) is valid under ``schema``: True, False, or None
+    where this small evaluator does not know the keywords (type, enum, const, properties, required,
+    additionalProperties, items as one schema, not, allOf, anyOf, oneOf, $ref, and boolean schemas)."""
+    if depth > 32:
+        return None
+    if schema is True or schema is False:
+        return schema
+    if not isinstance(schema, dict):
+        return None
+    verdicts = []
+    for key, arg in schema.items():
+        if key not in VOCABULARY:
+            continue
+        if key == "$ref":
+            try:
+                target, _ = translator.resolve(arg, "")
+            except SchemaError:
+                return None
+            verdicts.append(_decide(target, value, translator, depth + 1))
+        elif key == "type":
+            kind = json_type(value)
+            types = arg if isinstance(arg, list) else [arg]
+            if isinstance(value, float) and kind == "integer" and "integer" in types and "number" not in types:
+                return None  # 1.0: an integer from draft 6 on, not in draft 4
+            verdicts.append(kind in types or (kind == "integer" and "number" in types))
+        elif key in ("enum", "const"):
+            options = arg if key == "enum" else [arg]
+            verdicts.append(isinstance(options, list) and any(same_json(value, o) for o in options))
+        elif key == "required":
+            if not isinstance(arg, list):
+                return None
+            verdicts.append(not isinstance(value, dict) or all(n in value for n in arg))
+        elif key in ("properties", "additionalProperties"):
+            if not isinstance(value, dict):
+                continue
+            properties = schema.get("properties", {}) if isinstance(schema.get("properties", {}), dict) else {}
+            if schema.get("patternProperties"):
+                return None
+            if key == "properties":
+                names = [n for n in value if n in properties]
+                verdicts.extend(_decide(properties[n], value[n], translator, depth + 1) for n in names)
+            else:
+                verdicts.extend(_decide(arg, value[n], translator, depth + 1) for n in value if n not in properties)
+        elif key == "items" and not isinstance(arg, list):
+            if isinstance(value, list) and "prefixItems" not in schema:
+                verdicts.extend(_decide(arg, item, translator, depth + 1) for item in value)
+            elif isinstance(value, list):
+                return None
+        elif key == "not":
+            inner = _decide(arg, value, translator, depth + 1)
+            verdicts.append(None if inner is None else not inner)
+        elif key in ("allOf", "anyOf", "oneOf"):
+            if not isinstance(arg, list):
+                return None
+            inner = [_decide(b, value, translator, depth + 1) for b in arg]
+            if None in inner:
+                return None
+            verdicts.append(all(inner) if key == "allOf" else any(inner) if key == "anyOf" else sum(inner) == 1)
+        else:
+            return None
+    if None in verdicts:
+        return None
+    return all(verdicts)
+
+
+def _exclusive(branches: list, where: str, translator: _Translator) -> list:
+    """The branches of a ``oneOf``, as branches of an alternation that accepts the same documents.
+
+    A oneOf is the alternation of its branches when no document is valid
+    under two of them, checked pair by pair (:func:`_disjoint`).  Two forms
+    whose branches do overlap are rewritten exactly instead: branches that
+    only say ``required`` (:func:`~.json_schema_merge.required_only_oneof`),
+    and closed objects (``additionalProperties: false``, no
+    ``patternProperties``) whose properties share no name, where only ``{}``
+    can be valid under two: it is taken out (``minProperties: 1``) when it
+    is.  Otherwise the schema is refused, or with ``strict=False`` the oneOf
+    is taken as an anyOf (documents valid under two branches accepted), with
+    a warning.
     """
-    kinds = [_kind(branch, _pointer(where, i), translator) for i, branch in enumerate(branches)]
-    for i in range(len(kinds)):
-        if kinds[i] is None:
-            translator.unsupported(_pointer(where, i), "oneOf branches need a type, enum or const to show they exclude "
-                                                         "each other (or use anyOf)")
-            return
-        for j in range(i):
-            if kinds[j] is not None and _overlap(kinds[i], kinds[j]):
-                translator.unsupported(_pointer(where, i), f"oneOf branches {j} and {i} may both hold, so an alternation "
-                                                             "would accept invalid documents; use anyOf or make their types differ")
-                return
+    exclusive = required_only_oneof(branches)
+    if exclusive is not None:
+        for i, branch in enumerate(exclusive):
+            translator.origin.setdefault(id(branch), (branch, _pointer(where, i)))
+        return exclusive
+    followed = [_followed(b, _pointer(where, i), translator) for i, b in enumerate(branches)]
+    clash = next(((j, i) for i in range(len(branches)) for j in range(i)
+                  if not _disjoint(followed[j], followed[i], translator, 4)), None)
+    if clash is None:
+        return branches
+    closed = _closed_names(followed)
+    if closed is not None:
+        empties = [i for i, b in enumerate(followed) if _may_be_empty(b)]
+        if len(empties) < 2:
+            return branches
+        out = [({**b, "minProperties": 1} if i in empties else b) for i, b in enumerate(followed)]
+        for i, branch in enumerate(out):
+            translator.origin.setdefault(id(branch), (branch, _pointer(where, i)))
+        return out
+    j, i = clash
+    translator.unsupported(_pointer(where, i), f"oneOf branches {j} and {i} may both hold, so an alternation would accept "
+                                               "invalid documents; use anyOf or make them exclude each other")
+    return branches
+
+
+OBJECT_ONLY = {"type", "properties", "additionalProperties", "required", "minProperties", "maxProperties", "propertyNames"}
+SCALAR_WORDS = {"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
+                "maxLength", "pattern"}
+SCALAR_TYPES = {"null", "boolean", "integer", "number", "string"}
+
+
+def _closed_names(branches: list):
+    """The property names of each branch when all are closed objects whose names are pairwise disjoint, else None."""
+    seen: set = set()
+    for b in branches:
+        if not isinstance(b, dict) or _declared(b) != {"object"} or b.get("additionalProperties") is not False:
+            return None
+        if any(k in VOCABULARY and k not in OBJECT_ONLY for k in b) or not isinstance(b.get("properties", {}), dict):
+            return None
+        names = set(b.get("properties", {}))
+        if names & seen:
+            return None
+        seen |= names
+    return seen
+
+
+def _may_be_empty(branch: dict) -> bool:
+    """Whether ``{}`` is valid under a branch :func:`_closed_names` accepted."""
+    return not branch.get("required") and not branch.get("minProperties")
+
+
+def _declared(schema: dict) -> set | None:
+    """The declared types (with integer inside number), or None when ``type`` is absent."""
+    if "type" not in schema:
+        return None
+    declared = schema["type"]
+    types = set(declared) if isinstance(declared, list) else {declared}
+    return types | ({"integer"} if "number" in types else set())
+
+
+def _plain(schema, pointer: str, translator: _Translator):
+    """``schema`` with a lone ``$ref`` followed and ``allOf`` (and keywords beside ``anyOf``/``oneOf``)
+    merged (None where that fails)."""
+    schema = _followed(schema, pointer, translator)
+    if isinstance(schema, dict) and ("allOf" in schema or "$ref" in schema or (
+            ("anyOf" in schema or "oneOf" in schema) and len([k for k in schema if k in VOCABULARY]) > 1)):
+        try:
+            schema = merge_all([(schema, pointer)], lambda ref, at: translator.resolve(ref, at), {}, None)
+        except NoDocument:
+            return False
+        except SchemaError:
+            return None
+    return schema
+
+
+def _disjoint(a, b, translator: _Translator, budget: int) -> bool:
+    """Whether no document can be valid under both schemas (sufficient conditions; False when unsure).
+
+    * their types, or their ``enum``/``const`` values, do not meet (:func:`_overlap`);
+    * both are *complete* scalars (:func:`_complete`) and their automata
+      meet nowhere: every value valid under a complete schema has its
+      canonical spelling in its automaton, so a value valid under both
+      would be in both (a translation that leaves valid documents out, as
+      objects do with the order of their members, cannot be used so);
+    * one is an object schema only, and a property one of them requires has
+      disjoint schemas in the two (recursively; ``false`` where forbidden);
+    * one is an ``anyOf``/``oneOf`` each of whose branches is disjoint from the other.
+    """
+    a, b = _plain(a, "", translator), _plain(b, "", translator)
+    if a is False or b is False:
+        return True
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    for one, other in ((a, b), (b, a)):
+        for keyword in ("anyOf", "oneOf"):
+            if {k for k in one if k in VOCABULARY} == {keyword} and isinstance(one[keyword], list) and budget > 0:
+                return all(_disjoint(branch, other, translator, budget - 1) for branch in one[keyword])
+    if any(k in a or k in b for k in ("anyOf", "oneOf")):
+        return False
+    ka, kb = _kind(a, "", translator), _kind(b, "", translator)
+    if ka is not None and kb is not None and not _overlap(ka, kb):
+        return True
+    if _complete(a) and _complete(b):
+        from ..automata.product import intersect
+        try:
+            da, db = _compared_dfa(a, translator), _compared_dfa(b, translator)
+        except BpefstError:
+            return False
+        return not intersect(da, db).finals
+    if budget <= 0 or not ({"object"} in (_declared(a), _declared(b))):
+        return False
+    for one, other in ((a, b), (b, a)):
+        required = one.get("required") or []
+        for name in required if isinstance(required, list) else []:
+            if isinstance(name, str) and _disjoint(_member(one, name), _member(other, name), translator, budget - 1):
+                return True
+    return False
+
+
+def _member(schema: dict, name: str):
+    """The schema a member ``name`` of an object valid under ``schema`` is valid under (as far as
+    ``properties``/``additionalProperties`` say; True when a pattern may apply too)."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    if schema.get("patternProperties"):
+        return properties.get(name, True) if not any(pattern_matches(p, name) for p in schema["patternProperties"]) else True
+    if name in properties:
+        return properties[name]
+    extra = schema.get("additionalProperties", True)
+    return extra
+
+
+def _forbids(schema: dict, name: str) -> bool:
+    """Whether an object valid under ``schema`` cannot have the member ``name``."""
+    return _member(schema, name) is False
+
+
+def _complete(schema) -> bool:
+    """Whether the translation of ``schema`` holds the canonical spelling of every value valid under it:
+    scalar types with bounds, lengths and patterns (no ``format``: its automaton is a subset), or an
+    ``enum``/``const`` of scalars whose JSON text is canonical (strings, integers, non-integral floats
+    without exponent)."""
+    if not isinstance(schema, dict) or any(k in VOCABULARY and k not in SCALAR_WORDS for k in schema):
+        return False
+    if "pattern" in schema and (not isinstance(schema["pattern"], str) or _UNSURE_CLASSES.search(schema["pattern"])):
+        return False  # a class the two readings may disagree on either way (\\s, \\p{..}, a negated \\d, flags)
+    if "enum" in schema or "const" in schema:
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        return isinstance(values, list) and all(_canonical(v) for v in values)
+    types = _declared(schema)
+    return types is not None and types <= SCALAR_TYPES
+
+
+# Pattern parts whose sets Python's re and the compiler may read differently in both directions.
+_UNSURE_CLASSES = re.compile(r"\\[DWSspPbBXN]|\(\?|\[\^[^\]]*\\[dw]")
+
+
+def _canonical(value) -> bool:
+    if value is None or isinstance(value, (bool, str, int)):
+        return True
+    return isinstance(value, float) and math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
+
+
+def _compared_dfa(schema: dict, translator: _Translator):
+    """:func:`_scalar_dfa` over bytes, made once per schema in a translation (a oneOf compares pairs)."""
+    found = translator.compared.get(id(schema))
+    if found is None or found[0] is not schema:
+        found = translator.compared[id(schema)] = (schema, _scalar_dfa(schema, translator))
+    return found[1]
+
+
+def _scalar_dfa(schema: dict, translator: _Translator, alphabet=None, pointer: str = ""):
+    """The DFA of a complete scalar schema, compact and strict (a refusal raises), its patterns read as
+    the validators may read them at most (``superset``): it holds the canonical spelling of every valid value."""
+    one = _Translator(translator.root, 0, translator.max_depth, True)
+    one.superset = True
+    return raw_dfa(one.value(schema, pointer, ()), alphabet or ByteAlphabet())
 
 
 def _kind(branch, pointer: str, translator: _Translator):

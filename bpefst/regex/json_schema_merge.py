@@ -38,6 +38,11 @@ OBJECT_SHAPE = ("properties", "patternProperties", "additionalProperties")
 ARRAY_SHAPE = ("prefixItems", "items")
 
 
+class NoDocument(SchemaError):
+    """The branches cannot all hold (their types or enum values have nothing in common): no document is valid.
+    Inside an ``anyOf``/``oneOf`` distributed over the rest, that branch is dropped."""
+
+
 def merge_all(parts: list[tuple[object, str]], resolve, origin: dict, scan=None) -> object:
     """The schema equivalent to all ``(schema, pointer)`` parts holding together.
 
@@ -94,15 +99,24 @@ def _distribute(flat, i: int, keyword: str, resolve, origin, scan) -> dict:
     schema, pointer = flat[i]
     where = pointer_to(pointer, keyword)
     branches = schema[keyword]
+    rest = {k: v for k, v in schema.items() if k != keyword}
+    if keyword == "oneOf":
+        exclusive = required_only_oneof(branches)
+        if exclusive is not None:  # the same documents as an anyOf of branches that exclude each other
+            keyword, branches = "anyOf", exclusive
+            for j, branch in enumerate(branches):
+                note(origin, branch, pointer_to(where, j))
     if not isinstance(branches, list) or not branches:
         raise SchemaError(where, "must be a non-empty list of schemas")
     if len(branches) > MAX_BRANCHES:
         raise SchemaError(where, f"more than {MAX_BRANCHES} branches to combine with the rest of the allOf")
-    rest = {k: v for k, v in schema.items() if k != keyword}
     others = flat[:i] + ([(rest, pointer)] if rest else []) + flat[i + 1:]
     merged = []
     for j, branch in enumerate(branches):
-        one = merge_all(others + [(branch, pointer_to(where, j))], resolve, origin, scan)
+        try:
+            one = merge_all(others + [(branch, pointer_to(where, j))], resolve, origin, scan)
+        except NoDocument:
+            one = False  # this branch cannot hold beside the rest: no document takes it
         if isinstance(one, dict) and keyword in one and len(one) == 1:
             merged.extend(one[keyword])  # nested distribution: flatten (or-of-ors is an or)
         elif one is not False:
@@ -139,7 +153,7 @@ def _combine(flat, origin) -> dict:
     if listed:
         merged.update(_arrays(listed, origin))
     if "enum" in merged and not merged["enum"]:
-        raise SchemaError(flat[-1][1], "allOf: no value is in every branch's enum/const")
+        raise NoDocument(flat[-1][1], "allOf: no value is in every branch's enum/const")
     return merged
 
 
@@ -148,7 +162,7 @@ def _join(key: str, old, new, where: str):
         kept = [t for t in _types(old) if t in _types(new) or (t == "integer" and "number" in _types(new))]
         kept += [t for t in _types(new) if t == "integer" and "number" in _types(old) and t not in kept]
         if not kept:
-            raise SchemaError(where, f"allOf: the types {_types(old)} and {_types(new)} have nothing in common")
+            raise NoDocument(where, f"allOf: the types {_types(old)} and {_types(new)} have nothing in common")
         return kept
     if key == "enum":
         return [v for v in old if any(same_json(v, w) for w in new)]
@@ -162,6 +176,8 @@ def _join(key: str, old, new, where: str):
         return bool(old) or bool(new)
     if key == "propertyNames":
         return {"allOf": [old, new]}
+    if key == "not":  # neither holds: not (old or new)
+        return {"anyOf": [old, new]}
     if same_json(old, new) or old == new:
         return old
     raise SchemaError(where, f"allOf: the branches give {key!r} different values, which cannot be merged")
@@ -251,6 +267,52 @@ def _arrays(listed, origin) -> dict:
     if tails:
         out["items"] = tails[0] if len(tails) == 1 else {"allOf": tails}
     return out
+
+
+def required_only_oneof(branches) -> list | None:
+    """A ``oneOf`` whose branches only say ``required`` (``[{"required": ["user"]}, {"required": ["sub"]}]``)
+    as the ``anyOf`` of branches that exclude each other, or None for any other ``oneOf``.
+
+    A document is valid under branch ``i`` alone when it is an object (every
+    other value is valid under all the branches) that has the names of
+    ``i`` and, for every other branch ``j``, lacks one of ``j``'s names that
+    ``i`` does not list: ``properties: {name: false}``, or the ``anyOf`` of
+    those when several names could be the missing one.  A branch whose every
+    other branch lists only names it lists too can never be alone: dropped.
+    """
+    if not isinstance(branches, list) or len(branches) < 2:
+        return None
+    names = []
+    for branch in branches:
+        if not isinstance(branch, dict) or {k for k in branch if k in VOCABULARY} != {"required"}:
+            return None
+        required = branch["required"]
+        if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+            return None
+        names.append(list(dict.fromkeys(required)))
+    out = []
+    for i, mine in enumerate(names):
+        absent, choices, possible = {}, [], True
+        for j, theirs in enumerate(names):
+            if j == i:
+                continue
+            missing = [n for n in theirs if n not in mine]
+            if not missing:
+                possible = False  # valid under i means valid under j too
+                break
+            if len(missing) == 1:
+                absent[missing[0]] = False
+            else:
+                choices.append({"anyOf": [{"properties": {n: False}} for n in missing]})
+        if not possible:
+            continue
+        branch = {"type": "object", "required": mine}
+        if absent:
+            branch["properties"] = absent
+        if choices:
+            branch["allOf"] = choices
+        out.append(branch)
+    return out or [False]
 
 
 def note(origin: dict, schema, pointer: str) -> None:

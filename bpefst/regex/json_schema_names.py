@@ -127,3 +127,46 @@ def _except(node: dict) -> str:
 def _in_class(char: str) -> str:
     """``char`` written inside a character class."""
     return "\\" + char if char in "\\]^-[" else char
+
+
+def json_spelled(dfa):
+    """The DFA of the JSON spellings (``json.dumps``'s, one per string) of the strings ``dfa`` accepts.
+
+    ``dfa`` reads the characters of a string's *value* (over raw symbols:
+    bytes or code points; the ASCII ones are their code points either way);
+    the result reads the text between the quotes: every character as itself,
+    except ``"``, ``\\`` and the controls, which take their escape (``\\"``,
+    ``\\\\``, ``\\n``, ``\\u001f``, ...).  Each state that reads such a
+    character gets, in its place, a small trie of the escapes leading where
+    the character led; every escape starts with a backslash, which no
+    character is written as, so the result stays deterministic.
+    """
+    from ..automata import DFA, minimize
+
+    rows = [dict(row) for row in dfa.transitions]
+    finals = set(dfa.finals)
+    backslash = ord("\\")
+
+    def state() -> int:
+        rows.append({})
+        return len(rows) - 1
+
+    for q in range(len(dfa.transitions)):
+        row = rows[q]
+        special = {c: row.pop(c) for c in list(row) if c < 0x20 or c in (0x22, backslash)}
+        if not special:
+            continue
+        escape = row[backslash] = state()
+        hex_states: dict[str, int] = {}
+        for c, target in special.items():
+            units = _ESCAPED[chr(c)][1:]  # after the backslash: '"', 'n', 'u001f', ...
+            at = escape
+            for i, unit in enumerate(units[:-1]):
+                key = units[:i + 1]
+                nxt = hex_states.get(key)
+                if nxt is None:
+                    nxt = hex_states[key] = state()
+                    rows[at][ord(unit)] = nxt
+                at = nxt
+            rows[at][ord(units[-1])] = target
+    return minimize(DFA(rows, dfa.start, frozenset(finals), check=False))
