@@ -34,7 +34,8 @@ typedef struct {
     PairChecker *checker;
     uint32_t n, words, groups, pairs;
     uint32_t *group_start, *group_token;      /* group -> its tokens */
-    PyObject **group_list;                     /* group -> its token list (borrowed from the caller) */
+    PyObject **group_list;                     /* group -> its token list (a reference held here) */
+    uint32_t lists_held;
     uint32_t *pair_group, *pair_q;             /* pair -> (group, q); its target is the state it is filed under */
     uint32_t *pred_start, *pred;               /* r -> the pairs into r, in the caller's order */
     int32_t *cut;                              /* r -> the state r may cut to, or -1 */
@@ -62,6 +63,7 @@ static void liveness_free(Liveness *l) {
     if (l->pending)
         for (uint32_t p = 0; p < l->pairs; p++)
             if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
+    for (uint32_t g = 0; g < l->lists_held; g++) Py_DECREF(l->group_list[g]);
     PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list);
     PyMem_Free(l->pair_group), PyMem_Free(l->pair_q), PyMem_Free(l->pred_start), PyMem_Free(l->pred);
     PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
@@ -120,7 +122,8 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
     for (Py_ssize_t g = 0; g < G; g++) {
         PyObject *group = PyList_GET_ITEM(groups, g), *list = PyTuple_GET_ITEM(group, 0), *q_obj, *r_obj;
         l->group_start[g] = (uint32_t)k;
-        l->group_list[g] = list;
+        Py_INCREF(list);
+        l->group_list[g] = list, l->lists_held = (uint32_t)g + 1;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
             if (id_of(PyList_GET_ITEM(list, i), l->checker->size, &l->group_token[k++])) goto fail;
         Py_ssize_t at = 0;
@@ -419,7 +422,7 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
     if (found) {
         uint32_t q = l->pair_q[p];
         PyObject *list = PyList_New(found);
-        if (!list) goto done;
+        if (!list) goto failed;
         for (uint32_t i = 0; i < found; i++) {
             PyObject *token = PyLong_FromUnsignedLong(settled[i]);
             if (!token) {
