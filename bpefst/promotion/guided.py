@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from .. import native
 from ..automata import DFA
 from ..automata.shared_rows import SharedRowDFA
 from ..errors import BpefstError
@@ -47,7 +48,43 @@ def _bound(kept: dict, size: int) -> None:
         kept.clear()
 
 
-class GuidedAutomaton:
+class _PerTokenCalls:
+    """The calls a decoder makes per token, as defined: the pure path's base of :class:`GuidedAutomaton`.
+
+    On the compiled core the base is ``bpefst._core.GuideCore`` (``src/core/guide.h``), which answers the
+    same three calls from a memo of packed rows and steps once a state has been met, and calls these
+    definitions (``_packed_row``, ``_step_missed``) on a miss: a warm step is then two C calls.
+    """
+
+    def fill_next_token_bitmask(self, state: int, bitmask, index: int = 0) -> None:
+        """Write ``state``'s allowed tokens into row ``index`` of a packed int32 bitmask (numpy or torch).
+
+        ``bitmask`` has shape ``(words,)`` or ``(batch, words)`` with
+        ``words * 32`` at least the vocabulary; bit ``t % 32`` of word ``t // 32``
+        is set iff token ``t`` may come next (:func:`bpefst.decoding.allocate_token_bitmask`
+        makes one, :func:`bpefst.decoding.apply_token_bitmask` applies it).  A
+        state's packed row is made once (``int.to_bytes`` of its bitset) and
+        kept, so a state met again costs one array copy.
+        """
+        self._fill_slow(state, bitmask, index)
+
+    def step(self, state: int, token: int) -> int | None:
+        """The next state, or None if ``token`` leaves the language (stop ids are no arcs: see :meth:`is_stop`)."""
+        return self._step_missed(state, token)
+
+    def advance(self, state: int, tokens: Iterable[int]) -> int | None:
+        """The state after ``tokens`` (a forced chain, a draft, a prompt's tail), or None if one leaves the language."""
+        return self._advance_slow(state, tokens)
+
+    def _kept(self) -> tuple[int, int]:
+        """(packed rows, steps) the per-token memo holds; the pure path keeps rows only."""
+        return len(self._packed), 0
+
+
+_Base = native.core.GuideCore if native.core is not None else _PerTokenCalls
+
+
+class GuidedAutomaton(_Base):
     """A thin, fast view of a token automaton for constrained decoding."""
 
     def __init__(self, automaton: "DFA | SharedRowDFA | OnDemandCanonical", stop_ids: int | Iterable[int] = (),
@@ -58,7 +95,7 @@ class GuidedAutomaton:
         past it the kept ones are dropped and made again when asked (a mask of cl100k is 12.5 KB).
         """
         self.automaton = automaton
-        self.masks_kept = masks_kept
+        self.masks_kept = self._rows_kept = masks_kept
         self._shared = not isinstance(automaton, DFA)  # shared rows, or states expanded on demand
         self._masks: dict[int, int] = {}
         self._next: dict[int, int] = {}  # allowed_mask plus the stop ids where accepting
@@ -92,8 +129,7 @@ class GuidedAutomaton:
             mask = self._masks[state] = own(state) if own is not None else token_mask(self._row(state))
         return mask
 
-    def step(self, state: int, token: int) -> int | None:
-        """The next state, or None if ``token`` leaves the language (stop ids are no arcs: see :meth:`is_stop`)."""
+    def _step_missed(self, state: int, token: int) -> int | None:
         return self.automaton.step(state, token)
 
     def is_stop(self, token: int) -> bool:
@@ -115,16 +151,8 @@ class GuidedAutomaton:
         """The token ids a decoder may sample in ``state`` (stop ids included where accepting), sorted."""
         return sorted(set_bits(self.next_token_mask(state)))
 
-    def fill_next_token_bitmask(self, state: int, bitmask, index: int = 0) -> None:
-        """Write ``state``'s allowed tokens into row ``index`` of a packed int32 bitmask (numpy or torch).
-
-        ``bitmask`` has shape ``(words,)`` or ``(batch, words)`` with
-        ``words * 32`` at least the vocabulary; bit ``t % 32`` of word ``t // 32``
-        is set iff token ``t`` may come next (:func:`bpefst.decoding.allocate_token_bitmask`
-        makes one, :func:`bpefst.decoding.apply_token_bitmask` applies it).  A
-        state's packed row is made once (``int.to_bytes`` of its bitset) and
-        kept, so a state met again costs one array copy.
-        """
+    def _fill_slow(self, state: int, bitmask, index: int = 0) -> None:
+        """:meth:`fill_next_token_bitmask` through Python: any array type, a kept packed row per state and width."""
         shape = bitmask.shape
         key = (state, shape[-1], type(bitmask))
         packed = self._packed.get(key)
@@ -146,30 +174,23 @@ class GuidedAutomaton:
         if len(bitmask.shape) != 2 or bitmask.shape[0] < len(states):
             raise BpefstError(f"a batch of {len(states)} states needs a bitmask of shape (at least {len(states)}, words), "
                               f"not {tuple(bitmask.shape)}")
-        words, kind, packed_rows = bitmask.shape[-1], type(bitmask), self._packed
+        fill = self.fill_next_token_bitmask
         for index, state in enumerate(states):
-            if state is None:
-                continue
-            key = (state, words, kind)
-            packed = packed_rows.get(key)
-            if packed is None:
-                _bound(packed_rows, self.masks_kept)
-                packed = packed_rows[key] = self._pack(state, bitmask)
-            bitmask[index] = packed
+            if state is not None:
+                fill(state, bitmask, index)
 
-    def advance(self, state: int, tokens: Iterable[int]) -> int | None:
-        """The state after ``tokens`` (a forced chain, a draft, a prompt's tail), or None if one leaves the language."""
-        step = self.automaton.step
+    def _advance_slow(self, state: int, tokens: Iterable[int]) -> int | None:
+        step = self.step
         for token in tokens:
             if state is None:
                 return None
             state = step(state, token)
         return state
 
-    def _pack(self, state: int, bitmask):
+    def _packed_row(self, state: int, words: int) -> bytes:
+        """The next-token mask of ``state`` as ``words`` little-endian int32 words."""
         if state is None:
             raise BpefstError("no state to fill a mask for: the last token left the language (step returned None)")
-        words = bitmask.shape[-1]
         data = self._packed_bytes(state, 4 * words)
         if data is None:
             mask = self.next_token_mask(state)
@@ -177,6 +198,10 @@ class GuidedAutomaton:
                 raise BpefstError(f"the bitmask holds {32 * words:,} token ids, but token {mask.bit_length() - 1:,} may come "
                                   "next; size it for the whole vocabulary")
             data = mask.to_bytes(4 * words, "little")
+        return data
+
+    def _pack(self, state: int, bitmask):
+        data = self._packed_row(state, bitmask.shape[-1])
         if type(bitmask).__module__.startswith("torch"):
             import torch
 

@@ -39,6 +39,8 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include "banned.h"
 #include "promote.h"
 #include "liveness.h"
+#include <structmember.h>
+#include "guide.h"
 
 typedef struct {
     uint32_t *ids;
@@ -819,7 +821,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0 ||
-        PyType_Ready(&TrieWalkerType) < 0)
+        PyType_Ready(&TrieWalkerType) < 0 || PyType_Ready(&GuideCoreType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -827,10 +829,12 @@ PyMODINIT_FUNC PyInit__core(void) {
     Py_INCREF(&PairCheckerType);
     Py_INCREF(&BannedIndexType);
     Py_INCREF(&TrieWalkerType);
+    Py_INCREF(&GuideCoreType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
         PyModule_AddObject(m, "BannedIndex", (PyObject *)&BannedIndexType) < 0 ||
         PyModule_AddObject(m, "TrieWalker", (PyObject *)&TrieWalkerType) < 0 ||
+        PyModule_AddObject(m, "GuideCore", (PyObject *)&GuideCoreType) < 0 ||
         PyModule_AddIntConstant(m, "DECODER_NO_ARC", DECODER_NO_ARC) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_GPT2", PATTERN_GPT2) < 0 ||
@@ -841,6 +845,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         Py_DECREF(&PairCheckerType);
         Py_DECREF(&BannedIndexType);
         Py_DECREF(&TrieWalkerType);
+        Py_DECREF(&GuideCoreType);
         Py_DECREF(m);
         return NULL;
     }

@@ -1,0 +1,360 @@
+/* GuideCore: the two calls a decoder makes per token, answered from memory once a state has been met.
+ *
+ *   fill_next_token_bitmask(state, bitmask, index=0)   copy the state's packed row into a bitmask
+ *   step(state, token)                                  the next state, or None
+ *   advance(state, tokens)                              step along several tokens (a forced chain, a draft)
+ *
+ * bpefst.promotion.guided.GuidedAutomaton subclasses this type.  Everything here is a memo over two Python
+ * methods of the subclass, which stay the definition (and are the whole of the pure path's GuidedAutomaton):
+ *
+ *   _packed_row(state, words) -> bytes      the next-token mask as 4 * words little-endian bytes
+ *   _step_missed(state, token) -> int|None  the automaton's step
+ *
+ * so a decoder that reuses a guide pays two C calls per token and no Python frame (a warm step of a Python
+ * guide is about 1 us, most of it the calls themselves).  Anything the memo does not cover -- a state or
+ * token that is not a small non-negative int, a bitmask without a writable C-contiguous int32 buffer (torch
+ * tensors), keyword arguments other than index, a row index numpy would reject -- is handed to the Python
+ * method of the same name with a leading underscore and "_slow" (`_fill_slow`, `_advance_slow`), which
+ * behaves, and fails, as before.
+ *
+ * Both memos are bounded: the rows by the subclass's `_rows_kept` (a full table starts over, as the Python
+ * caches do), the steps by STEPS_KEPT.
+ */
+
+#define STEPS_KEPT (1 << 20)
+
+typedef struct {
+    uint64_t *keys; /* state << 32 | token; EMPTY_STEP for a free slot */
+    int32_t *targets; /* the next state, or -1 for None */
+    size_t capacity, count; /* capacity: 0 or a power of two */
+} StepMemo;
+
+typedef struct {
+    int64_t *keys; /* the state; -1 for a free slot */
+    PyObject **rows; /* bytes of 4 * words */
+    size_t capacity, count;
+    Py_ssize_t words; /* the bitmask width the rows are for */
+} PackedRows;
+
+typedef struct {
+    PyObject_HEAD
+    StepMemo steps;
+    PackedRows packed;
+    Py_ssize_t rows_kept;
+} GuideCore;
+
+#define EMPTY_STEP UINT64_MAX
+
+static inline size_t guide_slot(uint64_t key, size_t capacity) {
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & (capacity - 1);
+}
+
+static void step_memo_clear(StepMemo *m) {
+    free(m->keys);
+    free(m->targets);
+    m->keys = NULL;
+    m->targets = NULL;
+    m->capacity = m->count = 0;
+}
+
+/* 1 and *target set if (state, token) is kept, else 0. */
+static int step_memo_find(const StepMemo *m, uint64_t key, int32_t *target) {
+    if (!m->capacity) return 0;
+    for (size_t i = guide_slot(key, m->capacity);; i = (i + 1) & (m->capacity - 1)) {
+        if (m->keys[i] == key) {
+            *target = m->targets[i];
+            return 1;
+        }
+        if (m->keys[i] == EMPTY_STEP) return 0;
+    }
+}
+
+static int step_memo_grow(StepMemo *m, size_t capacity) {
+    uint64_t *keys = malloc(capacity * sizeof(uint64_t));
+    int32_t *targets = malloc(capacity * sizeof(int32_t));
+    if (!keys || !targets) {
+        free(keys);
+        free(targets);
+        return -1;
+    }
+    memset(keys, 0xff, capacity * sizeof(uint64_t));
+    for (size_t j = 0; j < m->capacity; j++) {
+        if (m->keys[j] == EMPTY_STEP) continue;
+        size_t i = guide_slot(m->keys[j], capacity);
+        while (keys[i] != EMPTY_STEP) i = (i + 1) & (capacity - 1);
+        keys[i] = m->keys[j];
+        targets[i] = m->targets[j];
+    }
+    free(m->keys);
+    free(m->targets);
+    m->keys = keys;
+    m->targets = targets;
+    m->capacity = capacity;
+    return 0;
+}
+
+/* Keeps (key -> target); a memo at its bound starts over.  A failed allocation only loses the memo. */
+static void step_memo_add(StepMemo *m, uint64_t key, int32_t target) {
+    if (m->count >= STEPS_KEPT) step_memo_clear(m);
+    if (4 * (m->count + 1) > 3 * m->capacity && step_memo_grow(m, m->capacity ? 2 * m->capacity : 64)) return;
+    size_t i = guide_slot(key, m->capacity);
+    while (m->keys[i] != EMPTY_STEP) i = (i + 1) & (m->capacity - 1);
+    m->keys[i] = key;
+    m->targets[i] = target;
+    m->count++;
+}
+
+static void packed_rows_clear(PackedRows *m) {
+    for (size_t i = 0; i < m->capacity; i++)
+        if (m->keys[i] >= 0) Py_DECREF(m->rows[i]);
+    free(m->keys);
+    free(m->rows);
+    m->keys = NULL;
+    m->rows = NULL;
+    m->capacity = m->count = 0;
+}
+
+static PyObject *packed_rows_find(const PackedRows *m, int64_t state) {
+    if (!m->capacity) return NULL;
+    for (size_t i = guide_slot((uint64_t)state, m->capacity);; i = (i + 1) & (m->capacity - 1)) {
+        if (m->keys[i] == state) return m->rows[i];
+        if (m->keys[i] < 0) return NULL;
+    }
+}
+
+static int packed_rows_grow(PackedRows *m, size_t capacity) {
+    int64_t *keys = malloc(capacity * sizeof(int64_t));
+    PyObject **rows = malloc(capacity * sizeof(PyObject *));
+    if (!keys || !rows) {
+        free(keys);
+        free(rows);
+        return -1;
+    }
+    for (size_t i = 0; i < capacity; i++) keys[i] = -1;
+    for (size_t j = 0; j < m->capacity; j++) {
+        if (m->keys[j] < 0) continue;
+        size_t i = guide_slot((uint64_t)m->keys[j], capacity);
+        while (keys[i] >= 0) i = (i + 1) & (capacity - 1);
+        keys[i] = m->keys[j];
+        rows[i] = m->rows[j];
+    }
+    free(m->keys);
+    free(m->rows);
+    m->keys = keys;
+    m->rows = rows;
+    m->capacity = capacity;
+    return 0;
+}
+
+/* Keeps a new reference to `row` for `state`, within `kept` rows. */
+static void packed_rows_add(PackedRows *m, int64_t state, PyObject *row, Py_ssize_t kept) {
+    if (kept <= 0) return;
+    if ((Py_ssize_t)m->count >= kept) packed_rows_clear(m);
+    if (4 * (m->count + 1) > 3 * m->capacity && packed_rows_grow(m, m->capacity ? 2 * m->capacity : 16)) return;
+    size_t i = guide_slot((uint64_t)state, m->capacity);
+    while (m->keys[i] >= 0) i = (i + 1) & (m->capacity - 1);
+    m->keys[i] = state;
+    Py_INCREF(row);
+    m->rows[i] = row;
+    m->count++;
+}
+
+/* The int in [0, 2**31) that `value` is, or -1 (not an exact int, or out of that range). */
+static int64_t small_index(PyObject *value) {
+    if (!PyLong_CheckExact(value)) return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || v < 0 || v > INT32_MAX) {
+        if (v == -1 && PyErr_Occurred()) PyErr_Clear();
+        return -1;
+    }
+    return (int64_t)v;
+}
+
+static PyObject *guide_call(GuideCore *self, const char *name, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+    PyObject *method_name = PyUnicode_InternFromString(name);
+    if (!method_name) return NULL;
+    PyObject *stack[8];
+    size_t n = nargs + (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
+    if (n + 1 > 8) {
+        Py_DECREF(method_name);
+        PyErr_SetString(PyExc_TypeError, "too many arguments");
+        return NULL;
+    }
+    stack[0] = (PyObject *)self;
+    for (size_t i = 0; i < n; i++) stack[i + 1] = args[i];
+    PyObject *result = PyObject_VectorcallMethod(method_name, stack, (nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    Py_DECREF(method_name);
+    return result;
+}
+
+/* step(state, token) */
+static PyObject *GuideCore_step(GuideCore *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return guide_call(self, "_step_missed", args, (size_t)nargs, NULL);
+    int64_t state = small_index(args[0]), token = small_index(args[1]);
+    if (state < 0 || token < 0) return guide_call(self, "_step_missed", args, 2, NULL);
+    uint64_t key = (uint64_t)state << 32 | (uint64_t)token;
+    int32_t target;
+    if (step_memo_find(&self->steps, key, &target)) {
+        if (target < 0) Py_RETURN_NONE;
+        return PyLong_FromLong(target);
+    }
+    PyObject *found = guide_call(self, "_step_missed", args, 2, NULL);
+    if (!found) return NULL;
+    if (found == Py_None) {
+        step_memo_add(&self->steps, key, -1);
+    } else {
+        int64_t next = small_index(found);
+        if (next >= 0) step_memo_add(&self->steps, key, (int32_t)next);
+    }
+    return found;
+}
+
+/* advance(state, tokens): the state after every token, or None once one leaves the language. */
+static PyObject *GuideCore_advance(GuideCore *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return guide_call(self, "_advance_slow", args, (size_t)nargs, NULL);
+    PyObject *iterator = PyObject_GetIter(args[1]);
+    if (!iterator) return NULL;
+    PyObject *state = args[0], *token;
+    Py_INCREF(state);
+    while ((token = PyIter_Next(iterator))) {
+        if (state == Py_None) {
+            Py_DECREF(token);
+            break;
+        }
+        PyObject *pair[2] = {state, token};
+        PyObject *next = GuideCore_step(self, pair, 2);
+        Py_DECREF(token);
+        Py_DECREF(state);
+        state = next;
+        if (!state) break;
+    }
+    Py_DECREF(iterator);
+    if (!state) return NULL;
+    if (PyErr_Occurred()) {
+        Py_DECREF(state);
+        return NULL;
+    }
+    return state;
+}
+
+/* The bitmask's buffer if it is a writable C-contiguous buffer of 4-byte ints of 1 or 2 dimensions. */
+static int int32_rows(PyObject *bitmask, Py_buffer *view) {
+    if (PyObject_GetBuffer(bitmask, view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *format = view->format ? view->format : "B";
+    if (*format == '<' || *format == '=' || *format == '@') format++;
+#if PY_LITTLE_ENDIAN
+    int little = 1;
+#else
+    int little = 0;
+#endif
+    if (little && view->itemsize == 4 && (view->ndim == 1 || view->ndim == 2) && (!strcmp(format, "i") || !strcmp(format, "I")) &&
+        view->shape && view->shape[view->ndim - 1] > 0)
+        return 1;
+    PyBuffer_Release(view);
+    return 0;
+}
+
+/* fill_next_token_bitmask(state, bitmask, index=0) */
+static PyObject *GuideCore_fill(GuideCore *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t n_keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *index_object = nargs == 3 ? args[2] : NULL;
+    if (n_keywords == 1 && nargs == 2 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "index") == 0)
+        index_object = args[2];
+    else if (n_keywords || nargs < 2 || nargs > 3)
+        return guide_call(self, "_fill_slow", args, (size_t)nargs, kwnames);
+    int64_t state = small_index(args[0]);
+    Py_ssize_t index = 0;
+    if (index_object) {
+        index = PyLong_CheckExact(index_object) ? PyLong_AsSsize_t(index_object) : -1;
+        if (index == -1 && PyErr_Occurred()) PyErr_Clear();
+    }
+    Py_buffer view;
+    if (state < 0 || index < 0 || !int32_rows(args[1], &view)) return guide_call(self, "_fill_slow", args, (size_t)nargs, kwnames);
+    Py_ssize_t words = view.shape[view.ndim - 1];
+    if (view.ndim == 2 && index >= view.shape[0]) {
+        PyBuffer_Release(&view);
+        return guide_call(self, "_fill_slow", args, (size_t)nargs, kwnames);
+    }
+    if (words != self->packed.words) {
+        packed_rows_clear(&self->packed);
+        self->packed.words = words;
+    }
+    PyObject *row = packed_rows_find(&self->packed, state);
+    if (row) {
+        Py_INCREF(row);
+    } else {
+        PyObject *call[2] = {args[0], NULL};
+        if (!(call[1] = PyLong_FromSsize_t(words))) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        row = guide_call(self, "_packed_row", call, 2, NULL);
+        Py_DECREF(call[1]);
+        if (!row) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (!PyBytes_Check(row) || PyBytes_GET_SIZE(row) != 4 * words) {
+            Py_DECREF(row);
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_RuntimeError, "_packed_row returned something other than 4 * words bytes");
+            return NULL;
+        }
+        packed_rows_add(&self->packed, state, row, self->rows_kept);
+    }
+    char *into = (char *)view.buf + (view.ndim == 2 ? index * 4 * words : 0);
+    memcpy(into, PyBytes_AS_STRING(row), (size_t)(4 * words));
+    Py_DECREF(row);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+/* kept() -> (rows, steps): how many packed rows and steps the memo holds (for tests of its bound). */
+static PyObject *GuideCore_kept(GuideCore *self, PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("(nn)", (Py_ssize_t)self->packed.count, (Py_ssize_t)self->steps.count);
+}
+
+static PyObject *GuideCore_forget(GuideCore *self, PyObject *Py_UNUSED(ignored)) {
+    packed_rows_clear(&self->packed);
+    step_memo_clear(&self->steps);
+    Py_RETURN_NONE;
+}
+
+static void GuideCore_dealloc(GuideCore *self) {
+    packed_rows_clear(&self->packed);
+    step_memo_clear(&self->steps);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef GuideCore_methods[] = {
+    {"fill_next_token_bitmask", (PyCFunction)(void (*)(void))GuideCore_fill, METH_FASTCALL | METH_KEYWORDS,
+     "fill_next_token_bitmask(state, bitmask, index=0): write state's allowed tokens into row index of a packed "
+     "int32 bitmask."},
+    {"step", (PyCFunction)(void (*)(void))GuideCore_step, METH_FASTCALL,
+     "step(state, token) -> the next state, or None if token leaves the language."},
+    {"advance", (PyCFunction)(void (*)(void))GuideCore_advance, METH_FASTCALL,
+     "advance(state, tokens) -> the state after tokens, or None if one leaves the language."},
+    {"_kept", (PyCFunction)GuideCore_kept, METH_NOARGS, "_kept() -> (rows, steps) held by the memo."},
+    {"_forget", (PyCFunction)GuideCore_forget, METH_NOARGS, "_forget(): drop the memo."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef GuideCore_members[] = {
+    {"_rows_kept", T_PYSSIZET, offsetof(GuideCore, rows_kept), 0, "packed rows the memo keeps"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject GuideCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bpefst._core.GuideCore",
+    .tp_basicsize = sizeof(GuideCore),
+    .tp_dealloc = (destructor)GuideCore_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The per-token calls of a guide, memoized in C (bpefst.promotion.guided.GuidedAutomaton's base).",
+    .tp_methods = GuideCore_methods,
+    .tp_members = GuideCore_members,
+    .tp_new = PyType_GenericNew,
+};
