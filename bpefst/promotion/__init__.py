@@ -14,7 +14,7 @@
   from that build; ``language_build``: the build per mode, with its limits
   and refusals; ``parts``: the tokenizer's trie and A_BPE, in a bounded cache
 - ``guided``: the decoding API over a promoted automaton
-- ``constraints``: a regex or JSON Schema -> pattern text (and deprecated aliases)
+- ``constraints``: a regex or JSON Schema -> pattern text
 """
 
 from .agnostic import SpellingTrie, promote_agnostic
@@ -23,8 +23,8 @@ from .direct import promote_direct
 from .guided import GuidedAutomaton
 from .on_demand import OnDemandCanonical
 from .promote import MODES, Promotion, promote
-from .constraints import constraint_pattern, guide, promote_constraint
+from .constraints import constraint_pattern
 from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts
 from .token_language import TokenLanguage
 
-__all__ = ["DEFAULT_PARTS", "PartsCache", "TokenLanguage", "TokenizerParts", "MODES", "GuidedAutomaton", "constraint_pattern", "guide", "promote_constraint", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct"]
+__all__ = ["DEFAULT_PARTS", "PartsCache", "TokenLanguage", "TokenizerParts", "MODES", "GuidedAutomaton", "constraint_pattern", "OnDemandCanonical", "Promotion", "SpellingTrie", "intersect_canonical", "promote", "promote_agnostic", "promote_direct"]
