@@ -187,6 +187,18 @@ def test_parts_in_memory_are_written_to_a_new_cache_dir(tmp_path):
     assert cache_path(tmp_path / "new" / "dir", model.fingerprint).exists()
 
 
+def test_guide_cache_dir_writes_the_parts_too(tmp_path):
+    """A cache_dir given to guide() only holds both files afterwards, and a new process's promote reads both."""
+    model = small_model(7)
+    language = bpefst.promote(model, PATTERNS[2], parts=PartsCache())
+    language.guide(cache_dir=tmp_path)
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".guide", ".parts"]
+    again = bpefst.promote(model, PATTERNS[2], cache_dir=tmp_path, parts=PartsCache())
+    assert again.built["product from cache"] == 1
+    assert_same_parts(language.parts, again.parts)
+    assert guided_sequences(again.guide()) == reference_language(model, PATTERNS[2])
+
+
 def test_a_file_read_in_a_fresh_process_on_the_other_engine(tmp_path):
     """The file holds no engine's private state: written here, read by a new process on the other engine
     (or on this one, where only one is built), the masks agree."""

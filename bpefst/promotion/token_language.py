@@ -75,7 +75,8 @@ class TokenLanguage:
         self.timings: dict[str, float] = {}
         self._views: dict[str, object] = {}
         self._guides: OrderedDict[tuple, GuidedAutomaton] = OrderedDict()
-        self.parts = self._stage("parts", lambda: _parts_for(model, automaton, parts, cache_dir))
+        self._parts_cache = None if automaton is not None else (parts if parts is not None else DEFAULT_PARTS)
+        self.parts = self._stage("parts", lambda: _parts_for(model, automaton, self._parts_cache, cache_dir))
         self._source = None
         self._product = self._read_cache(cache_dir) if cache_dir is not None else None
         if self._product is None:
@@ -166,9 +167,12 @@ class TokenLanguage:
         ``<|endoftext|>``) are allowed exactly in accepting states, so a decoder
         that samples one has produced a whole match (see :mod:`bpefst.decoding`).
         ``cache_dir`` writes the canonical product's set-up there for the next
-        process, unless it is there already (``bpefst.promote(cache_dir=)`` reads it).
+        process, unless it is there already, and the tokenizer's parts beside
+        it (``bpefst.promote(cache_dir=)`` reads both).
         """
         if cache_dir is not None:
+            if self._parts_cache is not None and self.model is not None:
+                self._parts_cache.get(self.model, cache_dir)
             self._write_cache(cache_dir)
         if stop_ids is None:
             stop_ids = default_stop_ids(self.model) if self.model is not None else ()
@@ -239,18 +243,18 @@ class TokenLanguage:
         language.pattern = language.model = language.source = language._product = language._source = None
         language.mode, language.pretokenize, language.limits = mode, False, Limits()  # maxmatch keeps its own mode name
         language.fingerprint = read_header_and_body(path)["fingerprint"]
-        language.built, language.timings, language.parts = Counter(), {}, None
+        language.built, language.timings, language.parts, language._parts_cache = Counter(), {}, None, None
         language._views, language._guides = {"dfa": dfa}, OrderedDict()
         return language
 
 
 def _parts_for(model: BPEModel, automaton, cache: PartsCache | None, cache_dir=None) -> TokenizerParts:
     """The tokenizer's parts from ``cache`` (kept in ``cache_dir`` too, when given: :mod:`.parts`); with the
-    caller's own A_BPE (one promotion per process, as ``bpefst promote`` makes), the trie is built beside
-    it and nothing is cached."""
+    caller's own A_BPE (one promotion per process, as ``bpefst promote`` makes; ``cache`` None), the trie is
+    built beside it and nothing is cached."""
     if automaton is not None:
         return TokenizerParts.build(model, automaton, warm=False)
-    return (cache if cache is not None else DEFAULT_PARTS).get(model, cache_dir)
+    return cache.get(model, cache_dir)
 
 
 def _one_part_per_state(dfa: DFA) -> SharedRowDFA:
