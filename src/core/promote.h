@@ -939,7 +939,9 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
         else result = PyList_New(0);
         goto done;
     }
-    /* the walk: (node, transform) pairs; found holds (transform, token) pairs as filed */
+    /* the walk: (node, transform) pairs; found holds (transform, token) pairs as filed, and the arcs (before
+     * keep) are counted as they are filed, so a lattice past max_arcs stops the walk there */
+    long long arcs = 0;
     if (ints_push(&stack, 0) || ints_push(&stack, 0)) goto nomemory;
     while (stack.length) {
         int32_t id = stack.data[--stack.length], node = stack.data[--stack.length];
@@ -950,28 +952,27 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
             int32_t token = w->edge_token[e], child = w->edge_child[e];
             if (token >= 0) {
                 if (ints_push(&found, next) || ints_push(&found, token)) goto nomemory;
+                arcs += t.items[next].size;
             } else if (token < -1) {
                 int32_t end = -2 - token;
                 for (int32_t k = w->end_start[end]; k < w->end_start[end + 1]; k++)
                     if (ints_push(&found, next) || ints_push(&found, w->end_token[k])) goto nomemory;
+                arcs += (long long)t.items[next].size * (w->end_start[end + 1] - w->end_start[end]);
+            }
+            if (max_arcs >= 0 && arcs > max_arcs) {
+                result = Py_None;
+                Py_INCREF(result);
+                goto done;
             }
             if (child && (ints_push(&stack, child) || ints_push(&stack, next))) goto nomemory;
         }
     }
-    /* arcs (before keep), then the kept tokens bucketed by transform */
+    /* the kept tokens bucketed by transform */
     count = calloc((size_t)t.count + 1, 4), start = calloc((size_t)t.count + 2, 4);
     tokens = malloc((found.length / 2 + 1) * 4);
     if (!count || !start || !tokens) goto nomemory;
-    long long arcs = 0;
-    for (size_t k = 0; k < found.length; k += 2) {
-        arcs += t.items[found.data[k]].size;
-        if (max_arcs >= 0 && arcs > max_arcs) {
-            result = Py_None;
-            Py_INCREF(result);
-            goto done;
-        }
+    for (size_t k = 0; k < found.length; k += 2)
         if (!keep || keep[found.data[k + 1]]) count[found.data[k]]++;
-    }
     for (int32_t id = 0; id < t.count; id++) start[id + 1] = start[id] + count[id];
     memset(count, 0, (size_t)t.count * 4);
     for (size_t k = 0; k < found.length; k += 2) {
