@@ -617,3 +617,12 @@ def test_a_well_formed_chunk_product_runs() -> None:
 def test_a_chunk_product_refuses_arguments_that_lie(change) -> None:
     with pytest.raises((ValueError, TypeError)):
         core.chunk_product(*chunk_arguments(**change))
+
+
+def test_a_transform_walk_refuses_a_trie_that_spells_a_token_twice() -> None:
+    """Tables the Python side never packs (trie_walker_tables refuses them) but a damaged parts file could
+    hold: token 5 on an edge and again among a node's ends.  An exception, never a token read twice."""
+    walker = core.TrieWalker(**{**GOOD_WALKER, "end_token": packed(5, 6, 5)})
+    with pytest.raises(ValueError, match="twice"):
+        walker.walk_transforms([{1: 0, 2: 0}], -1)
+    assert walker.walk_transforms([{1: 0, 2: 0}], -1, bytes([1, 1, 1, 1, 1, 0, 1, 1])) == [([6], {0: 0})]
