@@ -263,6 +263,55 @@ static int valid_offsets(const int32_t *start, Py_ssize_t count, Py_ssize_t tota
     return 1;
 }
 
+/* The nodes renumbered in the order the walks visit them (depth first, the last edge's child first, as a
+ * stack pops them), edges and ends laid out in that order: a walk then reads the trie's arrays nearly
+ * front to back instead of jumping between nodes numbered when they were inserted.  Nodes no walk reaches
+ * (no parent) keep their order after the rest.  What the walks file does not change: the edge order of
+ * each node is kept, and token codes naming a node (-2 - node) follow it.  -1 when out of memory. */
+static int walker_lay_out(TrieWalker *w) {
+    int32_t n = w->nodes, *order = malloc((size_t)n * 4), *new_id = malloc((size_t)n * 4), *stack = malloc((size_t)n * 4);
+    int32_t *node_start = malloc(((size_t)n + 1) * 4), *end_start = malloc(((size_t)n + 1) * 4);
+    int32_t *edge_symbol = malloc(((size_t)w->edges + 1) * 4), *edge_token = malloc(((size_t)w->edges + 1) * 4);
+    int32_t *edge_child = malloc(((size_t)w->edges + 1) * 4);
+    int32_t *end_token = malloc(((size_t)w->end_start[n] + 1) * 4);
+    int ok = order && new_id && stack && node_start && end_start && edge_symbol && edge_token && edge_child && end_token;
+    if (ok) {
+        int32_t placed = 0, top = 0;
+        for (int32_t k = 0; k < n; k++) new_id[k] = -1;
+        stack[top++] = 0;
+        while (top) { /* a tree: each node is pushed once, so the stack holds at most n */
+            int32_t node = stack[--top];
+            new_id[node] = placed;
+            order[placed++] = node;
+            for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++)
+                if (w->edge_child[e]) stack[top++] = w->edge_child[e];
+        }
+        for (int32_t k = 0; k < n; k++)
+            if (new_id[k] < 0) new_id[k] = placed, order[placed++] = k;
+        int32_t edges = 0, ends = 0;
+        for (int32_t k = 0; k < n; k++) {
+            int32_t node = order[k];
+            node_start[k] = edges, end_start[k] = ends;
+            for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++, edges++) {
+                int32_t token = w->edge_token[e];
+                edge_symbol[edges] = w->edge_symbol[e];
+                edge_token[edges] = token < -1 ? -2 - new_id[-2 - token] : token;
+                edge_child[edges] = w->edge_child[e] ? new_id[w->edge_child[e]] : 0;
+            }
+            for (int32_t j = w->end_start[node]; j < w->end_start[node + 1]; j++) end_token[ends++] = w->end_token[j];
+        }
+        node_start[n] = edges, end_start[n] = ends;
+        free(w->node_start), free(w->end_start), free(w->edge_symbol), free(w->edge_token), free(w->edge_child);
+        free(w->end_token);
+        w->node_start = node_start, w->end_start = end_start, w->edge_symbol = edge_symbol, w->edge_token = edge_token;
+        w->edge_child = edge_child, w->end_token = end_token;
+    } else {
+        free(node_start), free(end_start), free(edge_symbol), free(edge_token), free(edge_child), free(end_token);
+    }
+    free(order), free(new_id), free(stack);
+    return ok ? 0 : -1;
+}
+
 static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"node_start", "edge_symbol", "edge_token", "edge_child", "end_start", "end_token",
                             "symbol_index", "symbols", NULL};
@@ -367,7 +416,7 @@ static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
     w->sorted = malloc(((size_t)edge_count + 1) * sizeof(int32_t));
     w->token_object = calloc((size_t)max_token + 2, sizeof(PyObject *));
     if (!w->node_start || !w->edge_symbol || !w->edge_token || !w->edge_child || !w->end_start || !w->end_token ||
-        !w->symbol_index || !w->sorted || !w->token_object) {
+        !w->symbol_index || !w->sorted || !w->token_object || walker_lay_out(w)) {
         TrieWalker_clear(w);
         PyErr_NoMemory();
         goto done;
