@@ -21,8 +21,24 @@
 #define BPEFST_PROMOTE_H
 
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define DECODER_NO_ARC INT32_MIN   /* a decoder entry: no arc for this byte (else >= 0: next state; < 0: -1 - atom ends) */
+/* After a call that freed this many bytes of C arrays, the freed pages go back to the system (glibc keeps
+ * them in its heap otherwise, and the holes left between later blocks add to the peak of a process that
+ * promotes one large pattern after another). */
+#define TRIM_AFTER ((size_t)64 << 20)
+
+static void give_back(size_t freed) {
+#ifdef __GLIBC__
+    if (freed >= TRIM_AFTER) malloc_trim(0);
+#else
+    (void)freed;
+#endif
+}
+
 #define DENSE_LOOKUP_MAX ((size_t)1 << 24) /* pattern rows as a states x symbols table up to this many entries */
 
 /* A growable array of int32. */
@@ -837,8 +853,10 @@ done:
     free(group_first), free(group_last);
     free(lookup.dense), free(lookup.sorted);
     free(memo.slots);
+    size_t found_bytes = found.capacity * sizeof(int32_t);
     free(found.data), free(stack.data), free(scratch.data);
     rows_free(&rows);
+    give_back(found_bytes);
     PyBuffer_Release(&keep_view);
     return result;
 }
@@ -1597,6 +1615,7 @@ done:
     free(x.p.data);
     free(x.c.data);
     free(x.d.data);
+    size_t arc_capacity_bytes = (arc_from.capacity + arc_target.capacity) * sizeof(int32_t);
     free(arc_start.data);
     free(arc_from.data);
     free(arc_target.data);
@@ -1605,6 +1624,7 @@ done:
     free(reverse.data);
     free(reverse_start.data);
     rows_free(&rows);
+    give_back(arc_capacity_bytes);
     PyBuffer_Release(&v_finals);
     PyBuffer_Release(&v_map);
     PyBuffer_Release(&v_decoder);
