@@ -225,7 +225,7 @@ def test_walk_takes_the_smaller_side_as_the_pure_walk_does() -> None:
 
 
 def test_states_with_equal_rows_walk_alike_and_only_equal_rows_do() -> None:
-    """The core walks a row once per batch; a row equal but for a key no spelling reads, or for the order of
+    """The core walks a row once; a row equal but for a key no spelling reads, or for the order of
     its keys, is walked again (it may take the other side, or file its tokens in another order)."""
     trie = trie_of({0: (1,), 1: (2,), 2: (1, 2), 3: (2, 1), 4: (3,)})
     rows = [{1: 1, 2: 0}, {1: 1, 2: 0}, {2: 0, 1: 1}, {1: 1, 2: 0, BOUNDARY: 2}, {1: 1, 2: 0}, {1: 0, 2: 1}]
@@ -247,6 +247,39 @@ def test_walk_raises_the_pure_walks_arc_limit() -> None:
             with pytest.raises(ArcLimitExceeded) as found:
                 native_rows(rows, trie, limit, groups)
             assert str(found.value) == str(expected.value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spellings_strategy, dfas(), st.lists(st.integers(0, 11), max_size=8), st.one_of(st.none(), st.integers(0, 80)))
+def test_states_holding_one_dict_walk_as_states_with_equal_rows(spellings, transitions, aliases, max_arcs) -> None:
+    """chunk_product gives states with equal rows one dict, which the core packs once: the rows, groups and
+    limit are those of the pure walk, as for equal rows in distinct dicts."""
+    for source in aliases:
+        transitions.append(transitions[source % len(transitions)])  # the same object again
+    assert_same_walk(transitions, trie_of(spellings), max_arcs)
+
+
+def test_a_walk_refused_at_the_arc_limit_makes_no_python_objects_per_arc() -> None:
+    """The arcs are counted before any object is made: a refused walk allocates nothing the interpreter
+    traces (its pairs are C memory, freed on return), where the walk that succeeds makes its groups."""
+    import tracemalloc
+
+    spellings = {t: tuple(1 + (t >> k) % 3 for k in range(1 + t % 4)) for t in range(300)}
+    trie = trie_of(spellings)
+    rows = [{1: (q + 1) % 40, 2: (q + 7) % 40, 3: q} for q in range(40)]
+    arcs = sum(map(len, pure_rows(rows, trie)))
+    for groups in (False, True):
+        tracemalloc.start()
+        try:
+            assert len(native_rows(rows, trie, arcs, groups)) > 0
+            made = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
+            with pytest.raises(ArcLimitExceeded):
+                native_rows(rows, trie, arcs - 1, groups)
+            refused = tracemalloc.get_traced_memory()[1] - tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert arcs > 2_000 and refused < made / 10, (groups, refused, made)
 
 
 def test_tries_the_core_cannot_take_stay_on_the_pure_walk() -> None:
@@ -344,6 +377,15 @@ def small_tokenizer():
 def real_patterns(model):
     alphabet = alphabet_for(model)
     return {"e-mail": compile_regex(EMAIL, alphabet), "json schema": schema_to_dfa(SCHEMA, alphabet)}
+
+
+def test_the_chunked_pattern_gives_equal_rows_one_dict(small_tokenizer) -> None:
+    """What the walk packs once: states whose rows are equal (in order) hold the same dict, and only they do."""
+    model = small_tokenizer.model
+    for name, pattern in real_patterns(model).items():
+        chunked = native_chunked(trim(pattern), model, chunker_for("gpt2"))
+        rows = chunked.transitions
+        assert len({id(row) for row in rows}) == len({tuple(row.items()) for row in rows}) < len(rows), name
 
 
 def assert_same_promotion_loops(model, patterns) -> None:
@@ -575,3 +617,12 @@ def test_a_well_formed_chunk_product_runs() -> None:
 def test_a_chunk_product_refuses_arguments_that_lie(change) -> None:
     with pytest.raises((ValueError, TypeError)):
         core.chunk_product(*chunk_arguments(**change))
+
+
+def test_a_transform_walk_refuses_a_trie_that_spells_a_token_twice() -> None:
+    """Tables the Python side never packs (trie_walker_tables refuses them) but a damaged parts file could
+    hold: token 5 on an edge and again among a node's ends.  An exception, never a token read twice."""
+    walker = core.TrieWalker(**{**GOOD_WALKER, "end_token": packed(5, 6, 5)})
+    with pytest.raises(ValueError, match="twice"):
+        walker.walk_transforms([{1: 0, 2: 0}], -1)
+    assert walker.walk_transforms([{1: 0, 2: 0}], -1, bytes([1, 1, 1, 1, 1, 0, 1, 1])) == [([6], {0: 0})]

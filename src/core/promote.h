@@ -21,10 +21,25 @@
 #define BPEFST_PROMOTE_H
 
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define DECODER_NO_ARC INT32_MIN   /* a decoder entry: no arc for this byte (else >= 0: next state; < 0: -1 - atom ends) */
+/* After a call that freed this many bytes of C arrays, the freed pages go back to the system (glibc keeps
+ * them in its heap otherwise, and the holes left between later blocks add to the peak of a process that
+ * promotes one large pattern after another). */
+#define TRIM_AFTER ((size_t)64 << 20)
+
+static void give_back(size_t freed) {
+#ifdef __GLIBC__
+    if (freed >= TRIM_AFTER) malloc_trim(0);
+#else
+    (void)freed;
+#endif
+}
+
 #define DENSE_LOOKUP_MAX ((size_t)1 << 24) /* pattern rows as a states x symbols table up to this many entries */
-#define WALK_BATCH ((size_t)1 << 20)       /* arcs walked without the GIL before Python objects are made */
 
 /* A growable array of int32. */
 typedef struct {
@@ -81,19 +96,23 @@ static const int32_t *int32_table(Py_buffer *view, Py_ssize_t count, const char 
 /* ---------------------------------------------------------------- a pattern's rows, packed per call */
 
 /* rows[q] = {symbol: target}: per state the arcs whose symbol `map` knows (map[symbol] >= 0), in the dict's
- * order, as (mapped symbol, target, key object); `size[q]` is len(rows[q]) (every key counts). */
+ * order, as (mapped symbol, target, and with keys, the key object).  A dict is packed once however many
+ * states hold it (chunk_product gives states with equal rows one dict): state q's arcs are those of packed
+ * row row_of[q], start[r] .. start[r + 1]; `size[r]` is len(rows[q]) (every key counts). */
 typedef struct {
-    Py_ssize_t states;
-    size_t *start;          /* states + 1 offsets */
+    Py_ssize_t states, packed;
+    int32_t *row_of;        /* states */
+    size_t *start;          /* packed + 1 offsets */
     int32_t *symbol, *target;
-    PyObject **key;         /* strong references */
-    Py_ssize_t *size;
+    PyObject **key;         /* strong references, or NULL when not asked for */
+    Py_ssize_t *size;       /* packed */
     size_t arcs;
 } Rows;
 
 static void rows_free(Rows *rows) {
     if (rows->key)
         for (size_t e = 0; e < rows->arcs; e++) Py_XDECREF(rows->key[e]);
+    free(rows->row_of);
     free(rows->start);
     free(rows->symbol);
     free(rows->target);
@@ -102,39 +121,79 @@ static void rows_free(Rows *rows) {
     memset(rows, 0, sizeof *rows);
 }
 
-static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, Rows *rows) {
+/* The first index of a dict in `list` (by identity), or -1 with index stored in the table. */
+static Py_ssize_t first_of_dict(PyObject **slot_dict, Py_ssize_t *slot_index, size_t mask, PyObject *dict, Py_ssize_t index) {
+    size_t h = ((size_t)dict >> 4) * 0x9E3779B97F4A7C15ull;
+    for (size_t k = (h >> 20) & mask;; k = (k + 1) & mask) {
+        if (!slot_dict[k]) {
+            slot_dict[k] = dict;
+            slot_index[k] = index;
+            return -1;
+        }
+        if (slot_dict[k] == dict) return slot_index[k];
+    }
+}
+
+static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, Rows *rows, int keys) {
     memset(rows, 0, sizeof *rows);
     if (!PyList_Check(list)) {
         PyErr_SetString(PyExc_TypeError, "the transitions must be a list of dicts");
         return -1;
     }
     Py_ssize_t n = PyList_GET_SIZE(list);
-    size_t total = 0;
+    if (n > INT32_MAX / 4) {
+        PyErr_SetString(PyExc_ValueError, "too many states");
+        return -1;
+    }
+    size_t total = 0, capacity = 16;
+    while (capacity < 2 * (size_t)n + 2) capacity *= 2;
+    PyObject **slot_dict = calloc(capacity, sizeof(PyObject *));
+    Py_ssize_t *slot_index = malloc(capacity * sizeof(Py_ssize_t));
+    rows->row_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    if (!slot_dict || !slot_index || !rows->row_of) {
+        free(slot_dict), free(slot_index);
+        rows_free(rows);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t packed = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *row = PyList_GET_ITEM(list, q);
         if (!PyDict_Check(row)) {
+            free(slot_dict), free(slot_index);
+            rows_free(rows);
             PyErr_SetString(PyExc_TypeError, "the transitions must be a list of dicts");
             return -1;
         }
+        Py_ssize_t first = first_of_dict(slot_dict, slot_index, capacity - 1, row, packed);
+        if (first >= 0) {
+            rows->row_of[q] = (int32_t)first;
+            continue;
+        }
+        rows->row_of[q] = (int32_t)packed++;
         total += (size_t)PyDict_GET_SIZE(row);
     }
+    free(slot_dict), free(slot_index);
     rows->states = n;
-    rows->start = malloc(((size_t)n + 1) * sizeof(size_t));
-    rows->size = malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    rows->packed = packed;
+    rows->start = malloc(((size_t)packed + 1) * sizeof(size_t));
+    rows->size = malloc(((size_t)packed + 1) * sizeof(Py_ssize_t));
     rows->symbol = malloc((total + 1) * sizeof(int32_t));
     rows->target = malloc((total + 1) * sizeof(int32_t));
-    rows->key = calloc(total + 1, sizeof(PyObject *));
-    if (!rows->start || !rows->size || !rows->symbol || !rows->target || !rows->key) {
+    rows->key = keys ? calloc(total + 1, sizeof(PyObject *)) : NULL;
+    if (!rows->start || !rows->size || !rows->symbol || !rows->target || (keys && !rows->key)) {
         rows_free(rows);
         PyErr_NoMemory();
         return -1;
     }
     size_t e = 0;
+    Py_ssize_t r = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
+        if (rows->row_of[q] != r) continue; /* a dict packed already */
         PyObject *row = PyList_GET_ITEM(list, q), *key, *value;
         Py_ssize_t at = 0;
-        rows->start[q] = e;
-        rows->size[q] = PyDict_GET_SIZE(row);
+        rows->start[r] = e;
+        rows->size[r] = PyDict_GET_SIZE(row);
         while (PyDict_Next(row, &at, &key, &value)) {
             long long symbol, target;
             if (!as_small_int(key, &symbol) || symbol < 0 || symbol >= map_length || map[symbol] < 0) continue;
@@ -147,11 +206,15 @@ static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, 
             if (e >= total) break; /* cannot happen: no Python code runs while the dicts are read */
             rows->symbol[e] = map[symbol];
             rows->target[e] = (int32_t)target;
-            Py_INCREF(key);
-            rows->key[e++] = key;
+            if (keys) {
+                Py_INCREF(key);
+                rows->key[e] = key;
+            }
+            e++;
         }
+        r++;
     }
-    rows->start[n] = e;
+    rows->start[packed] = e;
     rows->arcs = e;
     return 0;
 }
@@ -214,6 +277,55 @@ static int valid_offsets(const int32_t *start, Py_ssize_t count, Py_ssize_t tota
     for (Py_ssize_t k = 0; k < count; k++)
         if (start[k + 1] < start[k]) return 0;
     return 1;
+}
+
+/* The nodes renumbered in the order the walks visit them (depth first, the last edge's child first, as a
+ * stack pops them), edges and ends laid out in that order: a walk then reads the trie's arrays nearly
+ * front to back instead of jumping between nodes numbered when they were inserted.  Nodes no walk reaches
+ * (no parent) keep their order after the rest.  What the walks file does not change: the edge order of
+ * each node is kept, and token codes naming a node (-2 - node) follow it.  -1 when out of memory. */
+static int walker_lay_out(TrieWalker *w) {
+    int32_t n = w->nodes, *order = malloc((size_t)n * 4), *new_id = malloc((size_t)n * 4), *stack = malloc((size_t)n * 4);
+    int32_t *node_start = malloc(((size_t)n + 1) * 4), *end_start = malloc(((size_t)n + 1) * 4);
+    int32_t *edge_symbol = malloc(((size_t)w->edges + 1) * 4), *edge_token = malloc(((size_t)w->edges + 1) * 4);
+    int32_t *edge_child = malloc(((size_t)w->edges + 1) * 4);
+    int32_t *end_token = malloc(((size_t)w->end_start[n] + 1) * 4);
+    int ok = order && new_id && stack && node_start && end_start && edge_symbol && edge_token && edge_child && end_token;
+    if (ok) {
+        int32_t placed = 0, top = 0;
+        for (int32_t k = 0; k < n; k++) new_id[k] = -1;
+        stack[top++] = 0;
+        while (top) { /* a tree: each node is pushed once, so the stack holds at most n */
+            int32_t node = stack[--top];
+            new_id[node] = placed;
+            order[placed++] = node;
+            for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++)
+                if (w->edge_child[e]) stack[top++] = w->edge_child[e];
+        }
+        for (int32_t k = 0; k < n; k++)
+            if (new_id[k] < 0) new_id[k] = placed, order[placed++] = k;
+        int32_t edges = 0, ends = 0;
+        for (int32_t k = 0; k < n; k++) {
+            int32_t node = order[k];
+            node_start[k] = edges, end_start[k] = ends;
+            for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++, edges++) {
+                int32_t token = w->edge_token[e];
+                edge_symbol[edges] = w->edge_symbol[e];
+                edge_token[edges] = token < -1 ? -2 - new_id[-2 - token] : token;
+                edge_child[edges] = w->edge_child[e] ? new_id[w->edge_child[e]] : 0;
+            }
+            for (int32_t j = w->end_start[node]; j < w->end_start[node + 1]; j++) end_token[ends++] = w->end_token[j];
+        }
+        node_start[n] = edges, end_start[n] = ends;
+        free(w->node_start), free(w->end_start), free(w->edge_symbol), free(w->edge_token), free(w->edge_child);
+        free(w->end_token);
+        w->node_start = node_start, w->end_start = end_start, w->edge_symbol = edge_symbol, w->edge_token = edge_token;
+        w->edge_child = edge_child, w->end_token = end_token;
+    } else {
+        free(node_start), free(end_start), free(edge_symbol), free(edge_token), free(edge_child), free(end_token);
+    }
+    free(order), free(new_id), free(stack);
+    return ok ? 0 : -1;
 }
 
 static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
@@ -320,7 +432,7 @@ static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
     w->sorted = malloc(((size_t)edge_count + 1) * sizeof(int32_t));
     w->token_object = calloc((size_t)max_token + 2, sizeof(PyObject *));
     if (!w->node_start || !w->edge_symbol || !w->edge_token || !w->edge_child || !w->end_start || !w->end_token ||
-        !w->symbol_index || !w->sorted || !w->token_object) {
+        !w->symbol_index || !w->sorted || !w->token_object || walker_lay_out(w)) {
         TrieWalker_clear(w);
         PyErr_NoMemory();
         goto done;
@@ -376,32 +488,33 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols) {
     memset(l, 0, sizeof *l);
     l->rows = rows;
     l->symbols = symbols;
-    size_t cells = (size_t)rows->states * (size_t)symbols;
-    if (symbols == 0 || (rows->states && cells / (size_t)rows->states != (size_t)symbols)) cells = SIZE_MAX;
+    size_t cells = (size_t)rows->packed * (size_t)symbols;
+    if (symbols == 0 || (rows->packed && cells / (size_t)rows->packed != (size_t)symbols)) cells = SIZE_MAX;
     if (cells <= DENSE_LOOKUP_MAX) {
         l->dense = malloc((cells ? cells : 1) * sizeof(int32_t));
         if (!l->dense) return -1;
         for (size_t k = 0; k < cells; k++) l->dense[k] = -1;
-        for (Py_ssize_t q = 0; q < rows->states; q++)
-            for (size_t e = rows->start[q]; e < rows->start[q + 1]; e++)
-                l->dense[(size_t)q * (size_t)symbols + (size_t)rows->symbol[e]] = rows->target[e];
+        for (Py_ssize_t r = 0; r < rows->packed; r++)
+            for (size_t e = rows->start[r]; e < rows->start[r + 1]; e++)
+                l->dense[(size_t)r * (size_t)symbols + (size_t)rows->symbol[e]] = rows->target[e];
         return 0;
     }
     l->sorted = malloc((rows->arcs + 1) * sizeof(int32_t));
     if (!l->sorted) return -1;
     for (size_t e = 0; e < rows->arcs; e++) l->sorted[e] = (int32_t)e;
     lookup_sorted_symbol = rows->symbol;
-    for (Py_ssize_t q = 0; q < rows->states; q++) {
-        size_t from = rows->start[q], count = rows->start[q + 1] - from;
+    for (Py_ssize_t r = 0; r < rows->packed; r++) {
+        size_t from = rows->start[r], count = rows->start[r + 1] - from;
         if (count > 1) qsort(l->sorted + from, count, sizeof(int32_t), arc_by_symbol);
     }
     return 0;
 }
 
 static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
-    if (l->dense) return l->dense[(size_t)q * (size_t)l->symbols + (size_t)symbol];
     const Rows *rows = l->rows;
-    size_t lo = rows->start[q], hi = rows->start[q + 1];
+    int32_t r = rows->row_of[q];
+    if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol];
+    size_t lo = rows->start[r], hi = rows->start[r + 1];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         int32_t e = l->sorted[mid], s = rows->symbol[e];
@@ -412,9 +525,9 @@ static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     return -1;
 }
 
-/* States of one batch by their rows: (batch, state, index in the batch) per slot, open addressing by row hash. */
+/* States walked so far by their rows: (state + 1, or 0 for a free slot; row hash), open addressing by hash. */
 typedef struct {
-    struct { int32_t batch, state, index; uint32_t hash; } *slots;
+    struct { int32_t state; uint32_t hash; } *slots;
     size_t mask;
 } RowMemo;
 
@@ -427,40 +540,37 @@ static int row_memo_init(RowMemo *m, Py_ssize_t states) {
 }
 
 static uint32_t row_hash(const Rows *rows, int32_t q) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)rows->size[q];
-    for (size_t e = rows->start[q]; e < rows->start[q + 1]; e++) {
+    int32_t r = rows->row_of[q];
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)rows->size[r];
+    for (size_t e = rows->start[r]; e < rows->start[r + 1]; e++) {
         h = (h ^ (uint32_t)rows->symbol[e]) * 0x100000001B3ull;
         h = (h ^ (uint32_t)rows->target[e]) * 0x100000001B3ull;
     }
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static int rows_equal(const Rows *rows, int32_t a, int32_t b) {
+static int rows_equal(const Rows *rows, int32_t state_a, int32_t state_b) {
+    int32_t a = rows->row_of[state_a], b = rows->row_of[state_b];
+    if (a == b) return 1;
     size_t from_a = rows->start[a], from_b = rows->start[b], count = rows->start[a + 1] - from_a;
     if (rows->size[a] != rows->size[b] || rows->start[b + 1] - from_b != count) return 0;
     return memcmp(rows->symbol + from_a, rows->symbol + from_b, count * sizeof(int32_t)) == 0 &&
            memcmp(rows->target + from_a, rows->target + from_b, count * sizeof(int32_t)) == 0;
 }
 
-/* The index in this batch of an earlier state with q's row (that state in *state), or -1. */
-static int32_t row_memo_find(const RowMemo *m, const Rows *rows, int32_t q, int32_t batch, int32_t *state) {
-    uint32_t hash = row_hash(rows, q);
-    for (size_t slot = hash & m->mask; m->slots[slot].batch; slot = (slot + 1) & m->mask)
-        if (m->slots[slot].batch == batch && m->slots[slot].hash == hash && rows_equal(rows, m->slots[slot].state, q)) {
-            *state = m->slots[slot].state;
-            return m->slots[slot].index;
-        }
+/* An earlier state with q's row, or -1; q's hash is left in *hash for row_memo_add. */
+static int32_t row_memo_find(const RowMemo *m, const Rows *rows, int32_t q, uint32_t *hash) {
+    *hash = row_hash(rows, q);
+    for (size_t slot = *hash & m->mask; m->slots[slot].state; slot = (slot + 1) & m->mask)
+        if (m->slots[slot].hash == *hash && rows_equal(rows, m->slots[slot].state - 1, q)) return m->slots[slot].state - 1;
     return -1;
 }
 
-/* Remember q (not yet remembered) as index `index` of this batch; slots of earlier batches are taken over. */
-static void row_memo_add(RowMemo *m, const Rows *rows, int32_t q, int32_t index, int32_t batch) {
-    uint32_t hash = row_hash(rows, q);
+/* Remember q, whose row no earlier state has (at most one state per slot: init made 2 slots a state). */
+static void row_memo_add(RowMemo *m, int32_t q, uint32_t hash) {
     size_t slot = hash & m->mask;
-    while (m->slots[slot].batch == batch) slot = (slot + 1) & m->mask;
-    m->slots[slot].batch = batch;
-    m->slots[slot].state = q;
-    m->slots[slot].index = index;
+    while (m->slots[slot].state) slot = (slot + 1) & m->mask;
+    m->slots[slot].state = q + 1;
     m->slots[slot].hash = hash;
 }
 
@@ -481,19 +591,20 @@ static int walker_take(const TrieWalker *w, int32_t e, int32_t target, Ints *fou
 /* agnostic._walk from state q: appends (token, target) pairs to `found` in the order the pure walk files them. */
 static int walker_walk_state(const TrieWalker *w, const Lookup *l, int32_t q, Ints *found, Ints *stack) {
     const Rows *rows = l->rows;
+    const size_t *row_start = rows->start;
     stack->length = 0;
     if (ints_push(stack, 0) || ints_push(stack, q)) return -1;
     while (stack->length) {
         int32_t state = stack->data[--stack->length];
         int32_t node = stack->data[--stack->length];
-        int32_t from = w->node_start[node], to = w->node_start[node + 1];
-        if ((Py_ssize_t)(to - from) <= rows->size[state]) { /* the smaller side, as the pure walk picks it */
+        int32_t from = w->node_start[node], to = w->node_start[node + 1], r = rows->row_of[state];
+        if ((Py_ssize_t)(to - from) <= rows->size[r]) { /* the smaller side, as the pure walk picks it */
             for (int32_t e = from; e < to; e++) {
                 int32_t target = lookup_target(l, state, w->edge_symbol[e]);
                 if (target >= 0 && walker_take(w, e, target, found, stack)) return -1;
             }
         } else {
-            for (size_t a = rows->start[state]; a < rows->start[state + 1]; a++) {
+            for (size_t a = row_start[r]; a < row_start[r + 1]; a++) {
                 int32_t e = walker_edge(w, node, rows->symbol[a]);
                 if (e >= 0 && walker_take(w, e, rows->target[a], found, stack)) return -1;
             }
@@ -618,7 +729,7 @@ static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject
         }
         *keep = keep_view->buf;
     }
-    if (rows_pack(transitions, w->symbol_index, w->symbol_range, rows)) {
+    if (rows_pack(transitions, w->symbol_index, w->symbol_range, rows, 0)) {
         PyBuffer_Release(keep_view);
         return -1;
     }
@@ -627,9 +738,13 @@ static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject
 
 /* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
  * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
- * out the tokens whose byte is 0).  Groups: a state whose row equals an earlier state's (in order, size
- * included) is not walked; it joins the earlier state's groups as one more source (walk_groups' pure twin
- * in bpefst/promotion/agnostic.py does the same). */
+ * out the tokens whose byte is 0).  A state whose row equals an earlier state's (in order, size included)
+ * is not walked: its arcs are that state's.  Groups: it joins the earlier state's groups as one more source
+ * (walk_groups' pure twin in bpefst/promotion/agnostic.py does the same).
+ *
+ * Every state is walked first, its arcs kept as packed pairs (8 bytes an arc), and only then are Python
+ * objects made: a pattern refused at max_arcs is refused before it has cost more than the pairs, where
+ * the objects of the arcs found up to the limit took about 70 bytes an arc (1.4 GB at 20M arcs). */
 static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     PyObject *transitions, *keep_object = Py_None;
     long long max_arcs;
@@ -642,106 +757,91 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     Py_ssize_t n = rows.states;
     if (n > INT32_MAX / 2) {
         rows_free(&rows);
+        PyBuffer_Release(&keep_view);
         PyErr_SetString(PyExc_ValueError, "too many states");
         return NULL;
     }
     Lookup lookup = {0};
     RowMemo memo = {0};
-    Ints found = {0}, stack = {0}, scratch = {0}, ends = {0};
+    Ints found = {0}, stack = {0}, scratch = {0};
     PyObject **target_object = calloc((size_t)n + 1, sizeof(PyObject *));
     int32_t *group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *same_as = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *state_of_row = malloc(((size_t)rows.packed + 1) * sizeof(int32_t));
+    size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
     Py_ssize_t *group_first = malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), *group_last = malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
-    long long *arc_count = malloc(((size_t)n + 1) * sizeof(long long));
-    PyObject *out = PyList_New(0), *result = NULL;
-    if (!out) goto done;
-    if (lookup_init(&lookup, &rows, w->symbols) || !target_object || !group_of || !group_first || !group_last || !arc_count) {
+    PyObject *out = NULL, *result = NULL;
+    if (lookup_init(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || !target_object || !group_of || !same_as ||
+        !state_of_row || !pair_from || !pair_to || !group_first || !group_last) {
         PyErr_NoMemory();
         goto done;
     }
+    for (Py_ssize_t r = 0; r < rows.packed; r++) state_of_row[r] = -1;
+    int failed = 0, over = 0;
+    Py_BEGIN_ALLOW_THREADS
+    long long arcs = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        /* one dict held by several states is compared once: its first state stands for it */
+        uint32_t hash = 0;
+        int32_t same_state = state_of_row[rows.row_of[q]];
+        if (same_state < 0) same_state = row_memo_find(&memo, &rows, (int32_t)q, &hash);
+        if (same_state >= 0) {
+            same_as[q] = same_state;
+            pair_from[q] = pair_from[same_state];
+            pair_to[q] = pair_to[same_state];
+        } else {
+            same_as[q] = -1;
+            pair_from[q] = found.length / 2;
+            if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack)) {
+                failed = 1;
+                break;
+            }
+            pair_to[q] = found.length / 2;
+            row_memo_add(&memo, (int32_t)q, hash);
+            state_of_row[rows.row_of[q]] = (int32_t)q;
+        }
+        arcs += (long long)(pair_to[q] - pair_from[q]);
+        if (max_arcs >= 0 && arcs > max_arcs) {
+            over = 1;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (over) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    /* the pairs are all the walk needs now: the lookup and the stack go before the objects are made */
+    free(lookup.dense), free(lookup.sorted), free(stack.data), free(memo.slots);
+    memset(&lookup, 0, sizeof lookup), memset(&stack, 0, sizeof stack), memset(&memo, 0, sizeof memo);
+    if (!(out = PyList_New(0))) goto done;
     for (Py_ssize_t q = 0; q < n; q++) {
         group_of[q] = -1;
         if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
     }
-    if (row_memo_init(&memo, n)) {
-        PyErr_NoMemory();
-        goto done;
+    /* the objects made here hold only ints: no collection is needed while they are made (the GIL is held
+     * and no Python code runs, so no other thread sees the collector off) */
+    int collecting = PyGC_Disable();
+    int failed_emit = 0;
+    for (Py_ssize_t q = 0; q < n && !failed_emit; q++) {
+        if (groups && same_as[q] >= 0) {
+            int32_t s = same_as[q];
+            group_first[q] = group_last[q] = 0;
+            failed_emit = join_groups(out, group_first[s], group_last[s], target_object[s], target_object[q]);
+            continue;
+        }
+        group_first[q] = PyList_GET_SIZE(out);
+        failed_emit = walker_emit(w, found.data + 2 * pair_from[q], pair_to[q] - pair_from[q], target_object[q],
+                                  target_object, out, groups, keep, group_of, &scratch);
+        group_last[q] = PyList_GET_SIZE(out);
     }
-    int32_t batch = 0;
-    long long arcs = 0;
-    for (Py_ssize_t q = 0; q < n;) {
-        /* walk a batch of states without the GIL, then make their objects; a state whose row equals that
-         * of an earlier state of the batch has the same walk (rows are read in order, sizes included) */
-        Py_ssize_t first = q;
-        int failed = 0;
-        found.length = ends.length = 0;
-        batch++;
-        Py_BEGIN_ALLOW_THREADS
-        for (; q < n && found.length < 2 * WALK_BATCH; q++) {
-            /* groups: a state whose row equals any earlier state's shares that state's groups (its source
-             * joins their pairs), so the memo spans every batch; rows: one dict per state, from this batch */
-            int32_t same_state = -1, same = row_memo_find(&memo, &rows, (int32_t)q, groups ? 1 : batch, &same_state);
-            int32_t from, to;
-            if (same >= 0 && groups) {
-                from = -1 - same_state;
-                to = 0;
-            } else if (same >= 0) {
-                from = ends.data[2 * same];
-                to = ends.data[2 * same + 1];
-            } else {
-                from = (int32_t)(found.length / 2); /* fits: a batch stays far below 2**31 pairs */
-                if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack)) {
-                    failed = 1;
-                    break;
-                }
-                to = (int32_t)(found.length / 2);
-                row_memo_add(&memo, &rows, (int32_t)q, (int32_t)(q - first), groups ? 1 : batch);
-            }
-            if (ints_push(&ends, from) || ints_push(&ends, to)) {
-                failed = 1;
-                break;
-            }
-        }
-        Py_END_ALLOW_THREADS
-        if (failed || found.length / 2 > INT32_MAX) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t k = 0; 2 * k < (Py_ssize_t)ends.length; k++) {
-            Py_ssize_t q_k = first + k;
-            if (ends.data[2 * k] < 0) { /* groups of an earlier state with the same row: q_k joins them */
-                int32_t same_state = -1 - ends.data[2 * k];
-                arc_count[q_k] = arc_count[same_state];
-                arcs += arc_count[q_k];
-                if (max_arcs >= 0 && arcs > max_arcs) {
-                    result = Py_None;
-                    Py_INCREF(result);
-                    goto done;
-                }
-                group_first[q_k] = group_last[q_k] = 0;
-                if (join_groups(out, group_first[same_state], group_last[same_state], target_object[same_state],
-                                target_object[q_k]))
-                    goto done;
-                continue;
-            }
-            size_t from = (size_t)ends.data[2 * k], to = (size_t)ends.data[2 * k + 1];
-            arc_count[q_k] = (long long)(to - from);
-            arcs += (long long)(to - from);
-            if (max_arcs >= 0 && arcs > max_arcs) {
-                result = Py_None;
-                Py_INCREF(result);
-                goto done;
-            }
-            group_first[q_k] = PyList_GET_SIZE(out);
-            /* the objects made here hold only ints: no collection is needed while they are made (the GIL is
-             * held and no Python code runs, so no other thread sees the collector off) */
-            int collecting = PyGC_Disable();
-            int failed_emit = walker_emit(w, found.data + 2 * from, to - from, target_object[first + k], target_object,
-                                          out, groups, keep, group_of, &scratch);
-            if (collecting) PyGC_Enable();
-            if (failed_emit) goto done;
-            group_last[q_k] = PyList_GET_SIZE(out);
-        }
-    }
+    if (collecting) PyGC_Enable();
+    if (failed_emit) goto done;
     result = out;
     out = NULL;
 done:
@@ -749,16 +849,14 @@ done:
     if (target_object)
         for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(target_object[q]);
     free(target_object);
-    free(group_of);
-    free(group_first), free(group_last), free(arc_count);
-    free(lookup.dense);
-    free(lookup.sorted);
+    free(group_of), free(same_as), free(state_of_row), free(pair_from), free(pair_to);
+    free(group_first), free(group_last);
+    free(lookup.dense), free(lookup.sorted);
     free(memo.slots);
-    free(found.data);
-    free(stack.data);
-    free(scratch.data);
-    free(ends.data);
+    size_t found_bytes = found.capacity * sizeof(int32_t);
+    free(found.data), free(stack.data), free(scratch.data);
     rows_free(&rows);
+    give_back(found_bytes);
     PyBuffer_Release(&keep_view);
     return result;
 }
@@ -865,15 +963,6 @@ static int32_t transforms_step(Transforms *t, const Lookup *l, int32_t id, int32
     return found;
 }
 
-static int by_int(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int by_first_token(const void *a, const void *b) { /* (first token, transform) pairs */
-    return by_int(a, b);
-}
-
 /* walk_transforms(transitions, max_arcs, keep=None) -> walk_groups' groups [(tokens, {q: r})], or None past
  * max_arcs (>= 0; counted before keep).  One walk of the trie carrying transforms; each group is the tokens
  * of one transform, ascending, groups by their first token (agnostic.walk_groups orders the pure walk's
@@ -891,7 +980,7 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     Lookup lookup = {0};
     Transforms t = {0};
     Ints stack = {0}, found = {0}, order = {0};
-    int32_t *source = NULL, *target = NULL, *count = NULL, *start = NULL, *tokens = NULL;
+    int32_t *source = NULL, *target = NULL, *count = NULL, *start = NULL, *tokens = NULL, *transform_of = NULL;
     if (n > (1 << 20)) {
         PyErr_SetString(PyExc_ValueError, "walk_transforms takes patterns of at most 2**20 states");
         goto done;
@@ -908,7 +997,9 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
         else result = PyList_New(0);
         goto done;
     }
-    /* the walk: (node, transform) pairs; found holds (transform, token) pairs as filed */
+    /* the walk: (node, transform) pairs; found holds (transform, token) pairs as filed, and the arcs (before
+     * keep) are counted as they are filed, so a lattice past max_arcs stops the walk there */
+    long long arcs = 0;
     if (ints_push(&stack, 0) || ints_push(&stack, 0)) goto nomemory;
     while (stack.length) {
         int32_t id = stack.data[--stack.length], node = stack.data[--stack.length];
@@ -919,40 +1010,47 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
             int32_t token = w->edge_token[e], child = w->edge_child[e];
             if (token >= 0) {
                 if (ints_push(&found, next) || ints_push(&found, token)) goto nomemory;
+                arcs += t.items[next].size;
             } else if (token < -1) {
                 int32_t end = -2 - token;
                 for (int32_t k = w->end_start[end]; k < w->end_start[end + 1]; k++)
                     if (ints_push(&found, next) || ints_push(&found, w->end_token[k])) goto nomemory;
+                arcs += (long long)t.items[next].size * (w->end_start[end + 1] - w->end_start[end]);
+            }
+            if (max_arcs >= 0 && arcs > max_arcs) {
+                result = Py_None;
+                Py_INCREF(result);
+                goto done;
             }
             if (child && (ints_push(&stack, child) || ints_push(&stack, next))) goto nomemory;
         }
     }
-    /* arcs (before keep), then the kept tokens bucketed by transform */
+    /* the kept tokens bucketed by transform, each bucket ascending and the buckets by their first token:
+     * a token is filed once (it ends at one node), so reading the tokens in ascending order and placing
+     * each in its transform's bucket gives both orders without a sort (sorting was a fifth of the call) */
     count = calloc((size_t)t.count + 1, 4), start = calloc((size_t)t.count + 2, 4);
     tokens = malloc((found.length / 2 + 1) * 4);
-    if (!count || !start || !tokens) goto nomemory;
-    long long arcs = 0;
+    transform_of = malloc(((size_t)w->max_token + 1) * 4);
+    if (!count || !start || !tokens || !transform_of) goto nomemory;
+    for (int32_t token = 0; token <= w->max_token; token++) transform_of[token] = -1;
     for (size_t k = 0; k < found.length; k += 2) {
-        arcs += t.items[found.data[k]].size;
-        if (max_arcs >= 0 && arcs > max_arcs) {
-            result = Py_None;
-            Py_INCREF(result);
+        int32_t id = found.data[k], token = found.data[k + 1];
+        if (keep && !keep[token]) continue;
+        if (transform_of[token] >= 0) { /* only tables that lie file a token twice */
+            PyErr_SetString(PyExc_ValueError, "walk_transforms: the trie spells a token twice");
             goto done;
         }
-        if (!keep || keep[found.data[k + 1]]) count[found.data[k]]++;
+        transform_of[token] = id;
+        count[id]++;
     }
     for (int32_t id = 0; id < t.count; id++) start[id + 1] = start[id] + count[id];
     memset(count, 0, (size_t)t.count * 4);
-    for (size_t k = 0; k < found.length; k += 2) {
-        int32_t id = found.data[k], token = found.data[k + 1];
-        if (!keep || keep[token]) tokens[start[id] + count[id]++] = token;
+    for (int32_t token = 0; token <= w->max_token; token++) {
+        int32_t id = transform_of[token];
+        if (id < 0) continue;
+        if (!count[id] && (ints_push(&order, token) || ints_push(&order, id))) goto nomemory;
+        tokens[start[id] + count[id]++] = token;
     }
-    for (int32_t id = 0; id < t.count; id++) {
-        if (!count[id]) continue;
-        qsort(tokens + start[id], (size_t)count[id], 4, by_int);
-        if (ints_push(&order, tokens[start[id]]) || ints_push(&order, id)) goto nomemory;
-    }
-    qsort(order.data, order.length / 2, 8, by_first_token);
     state_object = calloc((size_t)n + 1, sizeof(PyObject *));
     if (!state_object || !(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
     for (Py_ssize_t q = 0; q < n; q++)
@@ -996,7 +1094,7 @@ done:
     transforms_free(&t);
     free(lookup.dense), free(lookup.sorted);
     free(stack.data), free(found.data), free(order.data);
-    free(source), free(target), free(count), free(start), free(tokens);
+    free(source), free(target), free(count), free(start), free(tokens), free(transform_of);
     rows_free(&rows);
     PyBuffer_Release(&keep_view);
     return result;
@@ -1144,6 +1242,72 @@ static int32_t product_number(Product *x, int32_t p, int32_t c, int32_t d) {
     return (int32_t)k;
 }
 
+/* The trimmed product's rows by content, to make one dict per distinct row: a row is its kept arcs in order,
+ * each (the symbol's value, or -1 for BOUNDARY; the new target).  Open addressing: state + 1, 0 free. */
+typedef struct {
+    const int32_t *arc_start, *arc_from, *arc_target, *new_id;
+    long long *value;   /* pattern arc -> its symbol's value */
+    int32_t *slot_state;
+    uint64_t *slot_hash;
+    size_t mask;
+} ProductRows;
+
+static void product_rows_free(ProductRows *r) {
+    free(r->value), free(r->slot_state), free(r->slot_hash);
+    r->value = NULL, r->slot_state = NULL, r->slot_hash = NULL;
+}
+
+static int product_rows_init(ProductRows *r, const Rows *rows, int32_t kept) {
+    size_t capacity = 16;
+    while (capacity < 2 * (size_t)kept + 2) capacity *= 2;
+    r->mask = capacity - 1;
+    r->value = malloc((rows->arcs + 1) * sizeof(long long));
+    r->slot_state = calloc(capacity, sizeof(int32_t));
+    r->slot_hash = malloc(capacity * sizeof(uint64_t));
+    if (!r->value || !r->slot_state || !r->slot_hash) {
+        product_rows_free(r);
+        return -1;
+    }
+    for (size_t e = 0; e < rows->arcs; e++)
+        if (!as_small_int(rows->key[e], &r->value[e])) r->value[e] = -2; /* cannot happen: rows_pack kept ints */
+    return 0;
+}
+
+static uint64_t product_row_hash(const ProductRows *r, int32_t s) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int32_t a = r->arc_start[s]; a < r->arc_start[s + 1]; a++) {
+        int32_t t = r->new_id[r->arc_target[a]];
+        if (t < 0) continue;
+        h = (h ^ (uint64_t)(r->arc_from[a] < 0 ? -1 : r->value[r->arc_from[a]])) * 0x100000001B3ull;
+        h = (h ^ (uint64_t)(uint32_t)t) * 0x100000001B3ull;
+    }
+    return h ^ h >> 29;
+}
+
+static int product_rows_equal(const ProductRows *r, int32_t s, int32_t u) {
+    int32_t a = r->arc_start[s], b = r->arc_start[u], a_end = r->arc_start[s + 1], b_end = r->arc_start[u + 1];
+    for (;;) {
+        while (a < a_end && r->new_id[r->arc_target[a]] < 0) a++;
+        while (b < b_end && r->new_id[r->arc_target[b]] < 0) b++;
+        if (a == a_end || b == b_end) return a == a_end && b == b_end;
+        long long x = r->arc_from[a] < 0 ? -1 : r->value[r->arc_from[a]];
+        long long y = r->arc_from[b] < 0 ? -1 : r->value[r->arc_from[b]];
+        if (x != y || r->new_id[r->arc_target[a]] != r->new_id[r->arc_target[b]]) return 0;
+        a++, b++;
+    }
+}
+
+/* An earlier kept state whose row equals s's, or -1 (s is remembered then). */
+static int32_t product_rows_find(ProductRows *r, int32_t s) {
+    uint64_t hash = product_row_hash(r, s);
+    size_t slot = (size_t)hash & r->mask;
+    for (; r->slot_state[slot]; slot = (slot + 1) & r->mask)
+        if (r->slot_hash[slot] == hash && product_rows_equal(r, r->slot_state[slot] - 1, s)) return r->slot_state[slot] - 1;
+    r->slot_state[slot] = s + 1;
+    r->slot_hash[slot] = hash;
+    return -1;
+}
+
 /* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals,
  *               boundary, max_states, max_arcs=-1) -> (rows, start, finals) of the trimmed chunked pattern;
  * rows is None for the empty language; the whole result is None once more than max_states (>= 0) states
@@ -1224,7 +1388,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "chunk_product: the chunker table holds a state out of range");
             goto done;
         }
-    if (rows_pack(transitions, map, map_length, &rows)) goto done;
+    if (rows_pack(transitions, map, map_length, &rows, 1)) goto done;
     Py_ssize_t n = rows.states;
     if (start < 0 || start >= n || v_finals.len != n || n > INT32_MAX / 4) {
         PyErr_SetString(PyExc_ValueError, "chunk_product: the start or finals do not fit the transitions");
@@ -1247,7 +1411,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             status = NUMBER_NO_MEMORY;
             break;
         }
-        for (size_t e = rows.start[p]; e < rows.start[p + 1]; e++) {
+        for (size_t e = rows.start[rows.row_of[p]]; e < rows.start[rows.row_of[p] + 1]; e++) {
             int32_t nc = c, nd;
             int32_t symbol = rows.symbol[e];
             if (byte_level) {
@@ -1349,6 +1513,13 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
         for (Py_ssize_t s = 0; s < states; s++) new_id[s] = acc[s] && coacc[s] ? kept++ : -1;
     }
     Py_END_ALLOW_THREADS
+    /* what only the numbering and the trim read goes before the rows are made (the reversed arcs alone
+     * are 4 bytes an arc: 65 MB beside the rows of a JSON Schema's 16M-arc chunked pattern) */
+    free(reverse.data), free(reverse_start.data), free(order.data), free(acc);
+    free(x.table.keys), free(x.table.values), free(x.p.data), free(x.c.data), free(x.d.data);
+    memset(&reverse, 0, sizeof reverse), memset(&reverse_start, 0, sizeof reverse_start), memset(&order, 0, sizeof order);
+    memset(&x, 0, sizeof x);
+    acc = NULL;
     if (status == NUMBER_LIMIT) {
         result = Py_None;
         Py_INCREF(result);
@@ -1382,18 +1553,40 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     }
     for (int32_t k = 0; k < kept; k++)
         if (!(target_object[k] = PyLong_FromLong(k))) goto fail;
+    ProductRows shared = {.arc_start = arc_start.data, .arc_from = arc_from.data, .arc_target = arc_target.data,
+                          .new_id = new_id};
+    if (product_rows_init(&shared, &rows, kept)) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     for (Py_ssize_t s = 0; s < states; s++) {
         if (new_id[s] < 0) continue;
+        /* States with equal rows (a third are distinct in JSON Schemas' chunked patterns) get one dict: the
+         * rows are read, never written, and the walk packs a dict it has seen once */
+        int32_t same = product_rows_find(&shared, (int32_t)s);
+        if (same >= 0) {
+            PyObject *row = PyList_GET_ITEM(out_rows, new_id[same]);
+            Py_INCREF(row);
+            PyList_SET_ITEM(out_rows, new_id[s], row);
+            continue;
+        }
         PyObject *row = PyDict_New();
-        if (!row) goto fail;
+        if (!row) {
+            product_rows_free(&shared);
+            goto fail;
+        }
         PyList_SET_ITEM(out_rows, new_id[s], row);
         for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) {
             int32_t t = new_id[arc_target.data[a]];
             if (t < 0) continue;
             PyObject *key = arc_from.data[a] < 0 ? boundary : rows.key[arc_from.data[a]];
-            if (PyDict_SetItem(row, key, target_object[t])) goto fail;
+            if (PyDict_SetItem(row, key, target_object[t])) {
+                product_rows_free(&shared);
+                goto fail;
+            }
         }
     }
+    product_rows_free(&shared);
     out_finals = PyList_New(0);
     if (!out_finals) goto fail;
     for (size_t k = 0; k < finals.length; k++) {
@@ -1422,6 +1615,7 @@ done:
     free(x.p.data);
     free(x.c.data);
     free(x.d.data);
+    size_t arc_capacity_bytes = (arc_from.capacity + arc_target.capacity) * sizeof(int32_t);
     free(arc_start.data);
     free(arc_from.data);
     free(arc_target.data);
@@ -1430,6 +1624,7 @@ done:
     free(reverse.data);
     free(reverse_start.data);
     rows_free(&rows);
+    give_back(arc_capacity_bytes);
     PyBuffer_Release(&v_finals);
     PyBuffer_Release(&v_map);
     PyBuffer_Release(&v_decoder);
