@@ -195,15 +195,15 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
     * ``outermost-scalar-values``: the same, the outermost object's extra values scalars;
     * ``False``: every such object closed (listed members only).
 
-    A cut whose automaton is too large by :data:`LATTICE_PER_ARC_AND_TOKEN` is not tried (each failed attempt
-    costs up to seconds); the last one always is, and its refusal is the caller's.
+    A cut whose automaton is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`, or the same as one tried, is not
+    tried (each failed attempt costs up to seconds); the last one always is, and its refusal is the caller's.
     """
     from .automata.errors import ArcLimitExceeded, StateLimitExceeded
     from .regex.json_schema import SchemaError
 
     if open_objects is not None:
         return build(translate(open_objects, []), open_objects), None
-    too_large = None
+    too_large, tried = None, []
     for openness in (True,) + SCHEMA_CUTS:
         if (openness == "values-1" and max_depth <= 1) or (openness in ("scalar-values", "outermost-scalar-values")
                                                            and max_depth == 0):
@@ -212,6 +212,9 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
         last = openness is False
         try:
             pattern = translate(openness, closed)
+            if not last and any(pattern == before for before in tried):
+                continue  # the cut changed nothing here (no nested object to close, say): as large as before
+            tried.append(pattern)
             if not last and _hopeless(pattern, max_arcs, vocabulary):
                 too_large = too_large or (f"estimated from its automaton's {pattern.num_arcs:,} arcs: a token lattice "
                                           f"past {max_arcs:,} arcs")
