@@ -106,7 +106,7 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 2, strict: bool = True, open_objects: bool | None = None, mode: str = "canonical",
+            max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None, mode: str = "canonical",
             pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS, cache_dir: str | os.PathLike | None = None,
             parts: PartsCache | None = None) -> TokenLanguage:
@@ -195,15 +195,16 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
     * ``outermost-scalar-values``: the same, the outermost object's extra values scalars;
     * ``False``: every such object closed (listed members only).
 
-    A cut whose automaton is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`, or the same as one tried, is not
-    tried (each failed attempt costs up to seconds); the last one always is, and its refusal is the caller's.
+    A cut is not tried (each failed attempt costs up to seconds) when its automaton is the same as one tried,
+    has at least the arcs of one that did not fit, or is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`; the
+    last one always is, and its refusal is the caller's.
     """
     from .automata.errors import ArcLimitExceeded, StateLimitExceeded
     from .regex.json_schema import SchemaError
 
     if open_objects is not None:
         return build(translate(open_objects, []), open_objects), None
-    too_large, tried = None, []
+    too_large, tried, failed_arcs = None, [], None
     for openness in (True,) + SCHEMA_CUTS:
         if (openness == "values-1" and max_depth <= 1) or (openness in ("scalar-values", "outermost-scalar-values")
                                                            and max_depth == 0):
@@ -212,19 +213,30 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
         last = openness is False
         try:
             pattern = translate(openness, closed)
-            if not last and any(pattern == before for before in tried):
-                continue  # the cut changed nothing here (no nested object to close, say): as large as before
+            skip = None if last else _why_skip(pattern, tried, failed_arcs, max_arcs, vocabulary)
             tried.append(pattern)
-            if not last and _hopeless(pattern, max_arcs, vocabulary):
-                too_large = too_large or (f"estimated from its automaton's {pattern.num_arcs:,} arcs: a token lattice "
-                                          f"past {max_arcs:,} arcs")
+            if skip is not None:
+                too_large = too_large or skip
                 continue
             return build(pattern, openness), (None if openness is True else _cut_message(openness, closed, max_depth, too_large))
         except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as exc:
             if last or (isinstance(exc, SchemaError) and "limit exceeded" not in str(exc)):
                 raise  # refused for what it says, not for its size: closing objects would not help
             too_large = too_large or str(exc)
+            if not isinstance(exc, SchemaError):
+                failed_arcs = min(failed_arcs or pattern.num_arcs, pattern.num_arcs)
     raise AssertionError("the last cut returns or raises")
+
+
+def _why_skip(pattern, tried: list, failed_arcs: int | None, max_arcs: int | None, vocabulary: int) -> str | None:
+    """Why ``pattern`` is surely too large without promoting it ("" when no message is due), else None."""
+    if any(pattern == before for before in tried):
+        return ""  # the cut changed nothing here (no nested object to close, say)
+    if failed_arcs is not None and pattern.num_arcs >= failed_arcs:
+        return ""  # no smaller than a cut that did not fit (within a schema, lattice arcs grow with pattern arcs)
+    if _hopeless(pattern, max_arcs, vocabulary):
+        return f"estimated from its automaton's {pattern.num_arcs:,} arcs: a token lattice past {max_arcs:,} arcs"
+    return None
 
 
 def _hopeless(pattern, max_arcs: int | None, vocabulary: int) -> bool:

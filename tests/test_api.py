@@ -331,8 +331,8 @@ def test_promote_a_json_schema_cuts_extra_values_before_closing_objects(encoding
 
 
 def test_schema_fallback_tries_the_cuts_least_lost_first_and_skips_hopeless_ones() -> None:
-    """The order of SCHEMA_CUTS, cuts that change nothing skipped, an estimate too large skipped, the last
-    cut always tried."""
+    """The order of SCHEMA_CUTS; cuts no smaller than one that failed, and cuts estimated too large, skipped;
+    the last cut always tried."""
     from bpefst.api import schema_fallback
     from bpefst.automata.errors import ArcLimitExceeded
     from bpefst.regex import ByteAlphabet
@@ -356,11 +356,15 @@ def test_schema_fallback_tries_the_cuts_least_lost_first_and_skips_hopeless_ones
 
     (result, message), tried = attempts({True})
     assert (result, message, tried) == (True, None, [True])
-    (result, message), tried = attempts({"outermost", False})
-    assert tried == [True, "values-1", "scalar-values", "outermost"] and result == "outermost"
-    assert "except the outermost: /properties/in;" in message and "open_objects=True refuses" in message
+    (result, message), tried = attempts({"values-1", False})
+    assert (result, tried) == ("values-1", [True, "values-1"]) and "nest at most 1 array/object" in message
+    # "outermost" has more arcs than "scalar-values" here, which did not fit: not tried
+    (result, message), tried = attempts({"outermost", "outermost-scalar-values", False})
+    assert tried == [True, "values-1", "scalar-values", "outermost-scalar-values"] and result == "outermost-scalar-values"
+    assert "except the outermost, whose extra members' unconstrained values are scalars: /properties/in;" in message
+    assert "open_objects=True refuses" in message
     (result, message), tried = attempts({False}, vocabulary=10**9)  # every estimate hopeless: only the last is built
     assert tried == [False] and "estimated from its automaton" in message
     (result, message), tried = attempts({False})
-    assert tried == [True, "values-1", "scalar-values", "outermost", "outermost-scalar-values", False]
+    assert tried == [True, "values-1", "scalar-values", "outermost-scalar-values", False]
     assert message.startswith("objects closed (no members beyond the listed ones): (the document), /properties/in;")
