@@ -17,7 +17,9 @@ documents, the one a generator should produce:
   reading of an object.  ``open_objects=False`` closes an object that has
   ``properties`` but no ``additionalProperties`` (listed members only: a
   model then never invents members); one that says nothing of its members
-  stays open;
+  stays open.  ``schema_to_dfa`` also takes the cuts of :data:`OPENNESS`
+  between the two (extra values one level deep or scalars, only the
+  outermost object open), which ``bpefst.promote`` falls back to;
 * a value the schema does not constrain (``{}``, ``true``, no type and no
   keyword that implies one, an array without ``items``) is any JSON value
   nesting at most ``max_depth`` arrays/objects, and a recursive ``$ref`` is
