@@ -166,6 +166,7 @@ class _Schema:
     def __init__(self, schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool | None) -> None:
         self.schema, self.whitespace, self.max_depth = schema, whitespace, max_depth
         self.strict, self.open_objects = strict, open_objects
+        self.said: set[str] = set()  # warnings on stderr so far (each schema translation repeats its own)
 
     def automaton(self, alphabet, max_states: int, openness=None, closed: list | None = None):
         """The schema's automaton over ``alphabet``, by the translation ``bpefst.promote(json_schema=...)`` uses
@@ -192,10 +193,9 @@ class _Schema:
 
     def _say(self, messages) -> None:
         """Each warning on stderr once, as one line."""
-        said = self.__dict__.setdefault("said", set())
         for message in messages:
-            if message not in said:
-                said.add(message)
+            if message not in self.said:
+                self.said.add(message)
                 click.echo(f"warning: {message}", err=True)
 
 
