@@ -1,7 +1,7 @@
 """Benchmark: JSON Schema coverage on real-world schemas (issue 27), llguidance and outlines-core in the same run.
 
 Usage: .venv/bin/python benchmarks/bench_json_schema.py SAMPLE_DIR [--sample N --seed S] [--vocab gpt2|cl100k]
-       [--no-peers] [--timeout SECONDS] [--max-depth D] [--text-only] [--closed-objects]
+       [--no-peers] [--timeout SECONDS] [--max-depth D] [--text-only] [--closed-objects] [--show-rejected]
 
 SAMPLE_DIR holds JSONSchemaBench MaskBench files (github guidance-ai/jsonschemabench,
 ``maskbench/data``: ``{"schema": ..., "tests": [{"data": ..., "valid": bool}, ...]}``);
@@ -145,7 +145,7 @@ class Ours:
 
 
 def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False,
-        open_objects: bool = True, via_text: bool = False) -> None:
+        open_objects: bool = True, via_text: bool = False, show_rejected: bool = False) -> None:
     import bpefst
 
     model = load_tokenizer(DATA / VOCABS[label])
@@ -184,6 +184,8 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
                     ok = ours.accepts(guided, tokenizer.encode(text), masks)
                 if valid:
                     tally["valid accepted"] += ok
+                    if not ok and show_rejected:
+                        print(f"  valid refused: {path.name}: {text[:120]}", flush=True)
                 elif ok:
                     tally["INVALID ACCEPTED"] += 1
                     print(f"  invalid accepted: {path.name}: {text[:120]}", flush=True)
@@ -194,6 +196,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
             tally["one-line refusals"] += "\n" not in str(exc)
         except Timeout:
             refusals["(timeout)"] += 1
+            print(f"  timeout: {path.name}", flush=True)
         except BpefstError as exc:
             key = f"({type(exc).__name__})"
             refusals[key] += 1
@@ -323,12 +326,13 @@ def main() -> None:
     parser.add_argument("--closed-objects", action="store_true",
                         help="objects with properties but no additionalProperties take their listed members only")
     parser.add_argument("--via-text", action="store_true", help="translate through the pattern text and compile_regex")
+    parser.add_argument("--show-rejected", action="store_true", help="print each valid instance refused, with its schema")
     args = parser.parse_args()
     files = sample_files(args.sample_dir, args.sample, args.seed)
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
         run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path,
-            not args.closed_objects, args.via_text)
+            not args.closed_objects, args.via_text, args.show_rejected)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 2, strict: bool = True, open_objects: bool | None = None, mode: str = "canonical",
+            max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None, mode: str = "canonical",
             pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS, cache_dir: str | os.PathLike | None = None,
             parts: PartsCache | None = None) -> TokenLanguage:
@@ -117,9 +117,11 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
     reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.  With the default
     ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_arcs``
-    is promoted with its objects closed instead, with a :class:`~bpefst.regex.json_schema.SchemaWarning`
-    saying so (extra members are what makes most real-world schemas too large over a 50k-100k vocabulary);
-    ``open_objects=True`` refuses it instead.
+    is promoted with the first cut of :func:`schema_fallback` that fits (extra values one level deep, or
+    scalars; then only the outermost object open; then every object closed), with one
+    :class:`~bpefst.regex.json_schema.SchemaWarning` saying what was cut and where (extra members are what
+    makes most real-world schemas too large over a 50k-100k vocabulary); ``open_objects=True`` refuses it
+    instead.
 
     ``mode``: ``canonical`` (only the tokenizer's own encodings of each
     match, following its pre-tokenization unless ``pretokenize=False``),
@@ -140,37 +142,119 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
         raise BpefstError(f"regex= takes a pattern string, not {type(regex).__name__}")
     model = _model_of(tokenizer)
     if json_schema is not None and regex is None:  # built directly from the schema, without pattern text
-        from .automata.errors import ArcLimitExceeded, StateLimitExceeded
-        from .regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa
+        from .regex.json_schema import schema_to_dfa
 
-        def language(open_objects: bool) -> TokenLanguage:
-            pattern = schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
-                                    open_objects=open_objects, max_states=max_states)
+        def translate(openness, closed: list):
+            return schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
+                                 open_objects=openness, max_states=max_states, closed=closed)
+
+        def build(pattern, openness) -> TokenLanguage:
             # the schema and the options name the language in cache_dir, as a regex's text does
-            source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, "open" if open_objects else
-                                                  "closed"], sort_keys=True, default=str)
+            source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, {True: "open", False: "closed"}
+                                                  .get(openness, openness)], sort_keys=True, default=str)
             built = TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts,
                                   source=source, cache_dir=cache_dir)
-            if open_objects is not False and mode == "canonical":
+            if openness is not False and mode == "canonical":
                 built.on_demand()  # its lattice's limits decide here, not at the first guide()
             return built
 
-        if open_objects is not None:
-            return language(open_objects)
-        try:
-            return language(True)
-        except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as too_large:
-            if isinstance(too_large, SchemaError) and "limit exceeded" not in str(too_large):
-                raise  # refused for what it says, not for its size: closing objects would not help
-            closed = language(False)
-            warnings.warn(SchemaWarning(f"objects closed (no members beyond the listed ones): with extra members the "
-                                        f"language is too large ({too_large}); open_objects=True refuses instead"),
-                          stacklevel=2)
-            return closed
+        language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=max_arcs,
+                                        vocabulary=model.max_id + 1)
+        if cut:
+            from .regex.json_schema import SchemaWarning
+
+            warnings.warn(SchemaWarning(cut), stacklevel=2)
+        return language
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts, source=text,
                          cache_dir=cache_dir)
+
+
+# Pattern arcs -> token lattice arcs: the fewest lattice arcs per arc of the schema's automaton per token of the
+# vocabulary seen on the JSONSchemaBench sample over GPT-2 (370 per arc over 50,257 tokens; most schemas make
+# 450-1100).  A cut whose automaton times this passes max_arcs is too large, so it is not tried.
+LATTICE_PER_ARC_AND_TOKEN = 370 / 50_257
+SCHEMA_CUTS = ("values-1", "scalar-values", "outermost", "outermost-scalar-values", False)
+
+
+def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: int, max_arcs: int | None,
+                    vocabulary: int):
+    """``(build(translate(openness, closed), openness), message)``: the schema's language with its objects open
+    (``message`` None), else, when open objects take it past a limit and ``open_objects`` is None, with the first
+    cut of :data:`SCHEMA_CUTS` that fits (``message`` says which, for the one warning).
+
+    Shared by ``bpefst.promote`` and ``bpefst promote --json-schema``.  The cuts, least lost first, apply only to
+    objects that list ``properties`` (or ``patternProperties``) without ``additionalProperties``:
+
+    * ``values-1``: their extra members' values, where the schema leaves them unconstrained, nest at most one
+      array/object (instead of ``max_depth``);
+    * ``scalar-values``: those values are scalars (null, booleans, numbers, strings);
+    * ``outermost``: only the outermost object (the document itself, when it is one) keeps extra members, with
+      values up to ``max_depth``; the nested ones take their listed members only;
+    * ``outermost-scalar-values``: the same, the outermost object's extra values scalars;
+    * ``False``: every such object closed (listed members only).
+
+    A cut is not tried (each failed attempt costs up to seconds) when its automaton is the same as one tried,
+    has at least the arcs of one that did not fit, or is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`; the
+    last one always is, and its refusal is the caller's.
+    """
+    from .automata.errors import ArcLimitExceeded, StateLimitExceeded
+    from .regex.json_schema import SchemaError
+
+    if open_objects is not None:
+        return build(translate(open_objects, []), open_objects), None
+    too_large, tried, failed_arcs = None, [], None
+    for openness in (True,) + SCHEMA_CUTS:
+        if (openness == "values-1" and max_depth <= 1) or (openness in ("scalar-values", "outermost-scalar-values")
+                                                           and max_depth == 0):
+            continue  # cuts nothing at this depth
+        closed: list[str] = []
+        last = openness is False
+        try:
+            pattern = translate(openness, closed)
+            skip = None if last else _why_skip(pattern, tried, failed_arcs, max_arcs, vocabulary)
+            tried.append(pattern)
+            if skip is not None:
+                too_large = too_large or skip
+                continue
+            return build(pattern, openness), (None if openness is True else _cut_message(openness, closed, max_depth, too_large))
+        except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as exc:
+            if last or (isinstance(exc, SchemaError) and "limit exceeded" not in str(exc)):
+                raise  # refused for what it says, not for its size: closing objects would not help
+            too_large = too_large or str(exc)
+            if not isinstance(exc, SchemaError):
+                failed_arcs = min(failed_arcs or pattern.num_arcs, pattern.num_arcs)
+    raise AssertionError("the last cut returns or raises")
+
+
+def _why_skip(pattern, tried: list, failed_arcs: int | None, max_arcs: int | None, vocabulary: int) -> str | None:
+    """Why ``pattern`` is surely too large without promoting it ("" when no message is due), else None."""
+    if any(pattern == before for before in tried):
+        return ""  # the cut changed nothing here (no nested object to close, say)
+    if failed_arcs is not None and pattern.num_arcs >= failed_arcs:
+        return ""  # no smaller than a cut that did not fit (within a schema, lattice arcs grow with pattern arcs)
+    if _hopeless(pattern, max_arcs, vocabulary):
+        return f"estimated from its automaton's {pattern.num_arcs:,} arcs: a token lattice past {max_arcs:,} arcs"
+    return None
+
+
+def _hopeless(pattern, max_arcs: int | None, vocabulary: int) -> bool:
+    """Whether the token lattice of ``pattern`` surely passes ``max_arcs`` (:data:`LATTICE_PER_ARC_AND_TOKEN`)."""
+    return max_arcs is not None and pattern.num_arcs * LATTICE_PER_ARC_AND_TOKEN * vocabulary > max_arcs
+
+
+def _cut_message(openness, closed: list[str], max_depth: int, too_large: str) -> str:
+    """One line: what the cut took away, where, and why."""
+    where = ", ".join(p or "(the document)" for p in closed[:5]) + (f" and {len(closed) - 5} more" if len(closed) > 5 else "")
+    what = {"values-1": f"extra members' unconstrained values nest at most 1 array/object (not max_depth={max_depth})",
+            "scalar-values": "extra members' unconstrained values are scalars only (no array or object)",
+            "outermost": f"objects closed (no members beyond the listed ones) except the outermost: {where}",
+            "outermost-scalar-values": f"objects closed (no members beyond the listed ones) except the outermost, whose "
+                                       f"extra members' unconstrained values are scalars: {where}",
+            False: f"objects closed (no members beyond the listed ones): {where}"}[openness]
+    return (f"{what}; with extra members as JSON Schema allows them the language is too large ({too_large}); "
+            f"open_objects=True refuses instead")
 
 
 def _model_of(tokenizer):

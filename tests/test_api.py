@@ -304,3 +304,67 @@ def test_promote_a_json_schema_closes_objects_only_when_open_ones_are_too_large(
     assert fallback.accepts(listed) and not fallback.accepts(extra)
     with pytest.raises(ArcLimitExceeded):
         bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=closed_arcs, open_objects=True)
+
+
+def test_promote_a_json_schema_cuts_extra_values_before_closing_objects(encodings) -> None:
+    """open_objects=None: when open objects are too large, the first cut that fits (here extra members with
+    scalar values), in one SchemaWarning; its documents are valid (jsonschema), the cut ones refused."""
+    from bpefst.regex.json_schema import SchemaWarning
+
+    jsonschema = pytest.importorskip("jsonschema")
+    enc, ref = encodings["gpt2"], oracle("gpt2")
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
+    scalars = bpefst.promote(enc, json_schema=schema, max_depth=1, open_objects="scalar-values")
+    limit = sum(len(tokens) * len(pairs) for tokens, pairs in scalars.on_demand().groups)
+    with pytest.warns(SchemaWarning, match="scalars only") as caught:
+        language = bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=limit)
+    assert len([w for w in caught if issubclass(w.category, SchemaWarning)]) == 1
+    for document, accepted in (({"a": True, "b": 1}, True), ({"a": False, "b ": "x"}, True), ({"a": True}, True),
+                               ({"a": True, "b": [1]}, False), ({"a": True, "b": {}}, False)):
+        assert jsonschema.Draft202012Validator(schema).is_valid(document)
+        assert language.accepts(ref.encode_ordinary(json.dumps(document, separators=(",", ":")))) == accepted, document
+    for document in ({"a": 1}, {"b": 1}, {"a": True, "a ": 1, "c": []}):
+        text = json.dumps(document, separators=(",", ":"))
+        assert not jsonschema.Draft202012Validator(schema).is_valid(document) or not language.accepts(ref.encode_ordinary(text))
+        if not jsonschema.Draft202012Validator(schema).is_valid(document):
+            assert not language.accepts(ref.encode_ordinary(text)), text
+
+
+def test_schema_fallback_tries_the_cuts_least_lost_first_and_skips_hopeless_ones() -> None:
+    """The order of SCHEMA_CUTS; cuts no smaller than one that failed, and cuts estimated too large, skipped;
+    the last cut always tried."""
+    from bpefst.api import schema_fallback
+    from bpefst.automata.errors import ArcLimitExceeded
+    from bpefst.regex import ByteAlphabet
+    from bpefst.regex.json_schema import schema_to_dfa
+
+    schema = {"type": "object", "properties": {"in": {"type": "object", "properties": {"b": {"type": "null"}}}}}
+
+    def translate(openness, closed):
+        return schema_to_dfa(schema, ByteAlphabet(), max_depth=2, open_objects=openness, closed=closed)
+
+    def attempts(fits, vocabulary=1):
+        tried = []
+
+        def build(pattern, openness):
+            tried.append(openness)
+            if openness not in fits:
+                raise ArcLimitExceeded("the token lattice (every spelling of every match)", 10)
+            return openness
+
+        return schema_fallback(translate, build, None, max_depth=2, max_arcs=10**6, vocabulary=vocabulary), tried
+
+    (result, message), tried = attempts({True})
+    assert (result, message, tried) == (True, None, [True])
+    (result, message), tried = attempts({"values-1", False})
+    assert (result, tried) == ("values-1", [True, "values-1"]) and "nest at most 1 array/object" in message
+    # "outermost" has more arcs than "scalar-values" here, which did not fit: not tried
+    (result, message), tried = attempts({"outermost", "outermost-scalar-values", False})
+    assert tried == [True, "values-1", "scalar-values", "outermost-scalar-values"] and result == "outermost-scalar-values"
+    assert "except the outermost, whose extra members' unconstrained values are scalars: /properties/in;" in message
+    assert "open_objects=True refuses" in message
+    (result, message), tried = attempts({False}, vocabulary=10**9)  # every estimate hopeless: only the last is built
+    assert tried == [False] and "estimated from its automaton" in message
+    (result, message), tried = attempts({False})
+    assert tried == [True, "values-1", "scalar-values", "outermost-scalar-values", False]
+    assert message.startswith("objects closed (no members beyond the listed ones): (the document), /properties/in;")

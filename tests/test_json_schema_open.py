@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpefst.automata.language import sampler
+from bpefst.errors import BpefstError
 from bpefst.regex import ByteAlphabet, compile_regex
 from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_regex
 from bpefst.regex.json_schema_names import other_names
@@ -357,3 +358,111 @@ def test_formats_json_schema_does_not_define_are_annotations_and_defined_ones_ar
             assert check.is_valid(json.loads(text)), (fmt, text)
     assert regex.fullmatch(translate({"type": "string", "format": "hostname"}), '"api.example.com"')
     assert not regex.fullmatch(translate({"type": "string", "format": "hostname"}), '"-bad.example"')
+
+
+# -- promote()'s cuts of open objects ----------------------------------------------------------------------------
+NESTED = {"type": "object", "properties": {"a": {"type": "integer"},
+                                           "in": {"type": "object", "properties": {"b": {"type": "boolean"}}}},
+          "required": ["a"]}
+CUT_EXPECTED = {  # openness -> (the deepest extra value at the document's level, at "in"'s level; None: no extra member)
+    True: (2, 2), "values-1": (1, 1), "scalar-values": (0, 0), "outermost": (2, None),
+    "outermost-scalar-values": (0, None), False: (None, None),
+}
+
+
+def nested_value(depth: int):
+    """A JSON value nesting exactly ``depth`` arrays."""
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def cut_dfa(openness, closed=None):
+    from bpefst.regex.json_schema import schema_to_dfa
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SchemaWarning)
+        return schema_to_dfa(NESTED, ByteAlphabet(), max_depth=2, open_objects=openness, closed=closed)
+
+
+@pytest.mark.parametrize("openness", list(CUT_EXPECTED))
+def test_each_cut_of_open_objects_generates_only_valid_documents(openness):
+    """Generated documents validate; documents the schema rejects are not accepted (the oracle, both ways)."""
+    check, dfa = Validator(NESTED), cut_dfa(openness)
+    draw, rng = sampler(dfa, 60), random.Random(1)
+    for _ in range(200):
+        found = draw(rng)
+        if found is not None:
+            document = json.loads(bytes(found).decode("utf-8"))
+            assert check.is_valid(document), document
+    for document in ({}, {"a": "x"}, {"a": 1, "in": 2}, {"a": 1, "in": {"b": 1}}, {"in": {}}):
+        assert not check.is_valid(document)
+        assert not dfa.accepts(list(compact(document).encode())), document
+
+
+@settings(max_examples=40, deadline=None)
+@given(openness=st.sampled_from(list(CUT_EXPECTED)), outer=st.integers(0, 3), inner=st.integers(0, 3),
+       name=st.sampled_from(["x", "b ", "a ", "in2"]))
+def test_each_cut_keeps_exactly_the_extra_members_it_says(openness, outer, inner, name):
+    """An extra member's value nests up to the cut's depth, in the objects the cut leaves open, and no deeper."""
+    dfa = cut_dfa(openness)
+    top, nested = CUT_EXPECTED[openness]
+    for document, depth, limit in (({"a": 1, name: nested_value(outer)}, outer, top),
+                                   ({"a": 1, "in": {"b": True, name: nested_value(inner)}}, inner, nested)):
+        assert Validator(NESTED).is_valid(document)
+        expected = limit is not None and depth <= limit
+        assert dfa.accepts(list(compact(document).encode())) == expected, (openness, document)
+
+
+def test_cuts_name_the_objects_they_close():
+    closed: list = []
+    cut_dfa("outermost", closed)
+    assert closed == ["/properties/in"]
+    closed = []
+    cut_dfa(False, closed)
+    assert sorted(closed) == ["", "/properties/in"]
+    closed = []
+    cut_dfa("values-1", closed)
+    assert closed == []
+    with pytest.raises(BpefstError, match="open_objects must be"):
+        cut_dfa("half-open")
+
+
+def test_cuts_leave_objects_that_list_nothing_and_explicit_additional_properties_alone():
+    """Only objects listing properties without additionalProperties are cut: a map (no properties) and an
+    explicit schema for extra values keep what the schema says."""
+    schema = {"type": "object", "properties": {"m": {"type": "object"},
+                                               "s": {"type": "object", "properties": {"k": {"type": "integer"}},
+                                                     "additionalProperties": {"type": "array"}}}}
+    from bpefst.regex.json_schema import schema_to_dfa
+
+    for openness in ("scalar-values", "outermost-scalar-values"):
+        dfa = schema_to_dfa(schema, ByteAlphabet(), max_depth=2, open_objects=openness)
+        for document in ({"m": {"x": [[1]]}}, {"s": {"k": 1, "y": [[1]]}}):
+            assert Validator(schema).is_valid(document)
+            assert dfa.accepts(list(compact(document).encode())), (openness, document)
+        assert not dfa.accepts(list(compact({"s": {"k": 1, "y": 1}}).encode()))  # the schema's own: arrays only
+
+
+def test_cli_falls_back_with_one_warning_line(tmp_path, byte_tok):
+    """bpefst promote --json-schema: the cut bpefst.promote would make, said in one stderr line."""
+    import bpefst
+    from cli_runner import run
+
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    tok = bpefst.load(byte_tok)
+    closed = bpefst.promote(tok, json_schema=schema, max_depth=1, open_objects=False)
+    limit = max(closed.dfa().num_arcs, sum(len(t) * len(p) for t, p in closed.on_demand().groups))
+    opened = run("promote", str(byte_tok), "--json-schema", str(path), "--max-depth", "1")
+    assert opened.returncode == 0 and "warning" not in opened.stderr.decode()
+    result = run("promote", str(byte_tok), "--json-schema", str(path), "--max-depth", "1", "--max-arcs", str(limit),
+                 "--sample", "20")
+    assert result.returncode == 0, result.stderr.decode()
+    warning = [line for line in result.stderr.decode().splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "objects closed" in warning[0] and "(the document)" in warning[0], warning
+    for line in result.stdout.decode().splitlines():
+        document = json.loads(json.loads(line)["text"])
+        assert Validator(schema).is_valid(document) and set(document) == {"a"}

@@ -48,7 +48,8 @@ from .limits import LimitExceeded, bounded
                    "refusing the schema; a warning on stderr names them.")
 @click.option("--closed-objects", is_flag=True,
               help="--json-schema: an object without additionalProperties takes only its listed properties (by default "
-                   "it also takes extra members after them, as JSON Schema reads it).")
+                   "it also takes extra members after them, as JSON Schema reads it, and where that makes the language too "
+                   "large, the first of bpefst.promote's cuts that fits, said on stderr).")
 @click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
               help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
 @click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
@@ -102,7 +103,7 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     schema = None
     if schema_file is not None:  # translated once the tokenizer's alphabet is known, as bpefst.promote does
         schema = _Schema(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
-                         not no_strict, not closed_objects)
+                         not no_strict, False if closed_objects else None)
     try:
         with bounded(timeout, max_memory):
             _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
@@ -128,14 +129,22 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
     model, automaton = load_model_and_automaton(compiled, pattern, specials, tokenizer=tokenizer_path)
     loaded = time.perf_counter()
     alphabet = alphabet_for(model)
-    try:
-        base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states, schema)
-    except StateLimitExceeded:
-        raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
     compiled_at = time.perf_counter()
-    try:
+
+    def written_out(base, _openness=None):
         language = TokenLanguage(base, model, mode, not no_pretokenize, limits=Limits(max_states, max_arcs), automaton=automaton)
-        dfa = language.dfa()
+        return base, language, language.dfa()
+
+    try:
+        if schema is not None:  # open objects, else a cut of them, as bpefst.promote chooses (api.schema_fallback)
+            base, language, dfa = schema.promoted(alphabet, max_states, max_arcs, model.max_id + 1, written_out)
+        else:
+            try:
+                base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states)
+            except StateLimitExceeded:
+                raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
+            compiled_at = time.perf_counter()
+            base, language, dfa = written_out(base)
     except StateLimitExceeded:
         raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
     except ArcLimitExceeded as exc:
@@ -154,20 +163,40 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
 class _Schema:
     """``--json-schema`` and its options, translated by :meth:`automaton` once the alphabet is known."""
 
-    def __init__(self, schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool) -> None:
+    def __init__(self, schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool | None) -> None:
         self.schema, self.whitespace, self.max_depth = schema, whitespace, max_depth
         self.strict, self.open_objects = strict, open_objects
+        self.said: set[str] = set()  # warnings on stderr so far (each schema translation repeats its own)
 
-    def automaton(self, alphabet, max_states: int):
-        """The schema's automaton over ``alphabet``, by the translation ``bpefst.promote(json_schema=...)`` uses;
-        what it ignored or dropped goes to stderr as one line, not as a Python warning."""
+    def automaton(self, alphabet, max_states: int, openness=None, closed: list | None = None):
+        """The schema's automaton over ``alphabet``, by the translation ``bpefst.promote(json_schema=...)`` uses
+        (``openness``: :func:`~bpefst.regex.json_schema.schema_to_dfa`'s ``open_objects``); what it ignored or
+        dropped goes to stderr as one line, not as a Python warning (once, however often it is translated)."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SchemaWarning)
             dfa = schema_to_dfa(self.schema, alphabet, self.whitespace, max_depth=self.max_depth, strict=self.strict,
-                                open_objects=self.open_objects, max_states=max_states)
-        for warning in caught:
-            click.echo(f"warning: {warning.message}", err=True)
+                                open_objects=openness if openness is not None else self.open_objects is not False, max_states=max_states,
+                                closed=closed)
+        self._say(str(warning.message) for warning in caught)
         return dfa
+
+    def promoted(self, alphabet, max_states: int, max_arcs: int | None, vocabulary: int, build):
+        """``build(automaton, openness)`` of the schema's automaton with open objects, else of the first cut that
+        fits (:func:`bpefst.api.schema_fallback`, as ``bpefst.promote`` does), the cut said on stderr."""
+        from ..api import schema_fallback
+
+        result, cut = schema_fallback(lambda openness, closed: self.automaton(alphabet, max_states, openness, closed),
+                                      build, self.open_objects, max_depth=self.max_depth, max_arcs=max_arcs,
+                                      vocabulary=vocabulary)
+        self._say([cut] if cut else [])
+        return result
+
+    def _say(self, messages) -> None:
+        """Each warning on stderr once, as one line."""
+        for message in messages:
+            if message not in self.said:
+                self.said.add(message)
+                click.echo(f"warning: {message}", err=True)
 
 
 def _read_schema(path: str):

@@ -17,7 +17,9 @@ documents, the one a generator should produce:
   reading of an object.  ``open_objects=False`` closes an object that has
   ``properties`` but no ``additionalProperties`` (listed members only: a
   model then never invents members); one that says nothing of its members
-  stays open;
+  stays open.  ``schema_to_dfa`` also takes the cuts of :data:`OPENNESS`
+  between the two (extra values one level deep or scalars, only the
+  outermost object open), which ``bpefst.promote`` falls back to;
 * a value the schema does not constrain (``{}``, ``true``, no type and no
   keyword that implies one, an array without ``items``) is any JSON value
   nesting at most ``max_depth`` arrays/objects, and a recursive ``$ref`` is
@@ -127,6 +129,11 @@ UNSUPPORTED = {
 }
 DEFAULT_MAX_DEPTH = 2  # nesting of unconstrained values, and unrolling of recursive $ref
 NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
+# The cuts bpefst.promote tries, in this order, when open objects (those listing properties without
+# additionalProperties) make the language too large: (how deep the unconstrained values of their extra members
+# nest, None for max_depth; whether only the outermost object stays open, the others closed).
+OPENNESS = {"values-1": (1, False), "scalar-values": (0, False), "outermost": (None, True),
+            "outermost-scalar-values": (0, True)}
 MAX_COUNTED = 16  # maxProperties counted on an object of extra members only
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
@@ -191,7 +198,8 @@ def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX
 
 
 def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH,
-                  strict: bool = True, open_objects: bool = True, max_states: int | None = None):
+                  strict: bool = True, open_objects: bool | str = True, max_states: int | None = None,
+                  closed: list | None = None):
     """The minimal DFA over ``alphabet`` (default: bytes) of :func:`schema_to_regex`'s pattern, built directly.
 
     The same language as ``compile_regex(schema_to_regex(schema, ...), alphabet)``
@@ -199,9 +207,19 @@ def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0,
     ``max_states`` bounds the states built (with an arc budget of
     :data:`~.json_schema_automaton.MAX_ARCS`, about 150 MB), checked while
     building: past it, :class:`SchemaError` names the schema being built.
+    ``open_objects`` also takes the cuts of :data:`OPENNESS` (``bpefst.promote``'s
+    fallbacks when open objects make the language too large); ``closed``, a list,
+    receives the JSON pointers of the objects closed that JSON Schema leaves open.
     """
     translator = _Translator(schema, whitespace, max_depth, bool(strict))
+    if isinstance(open_objects, str):
+        if open_objects not in OPENNESS:
+            raise BpefstError(f"open_objects must be True, False or one of {', '.join(OPENNESS)}, not {open_objects!r}")
+        translator.extra_depth, translator.outermost_only = OPENNESS[open_objects]
+        open_objects = True
     node = _translate(schema, whitespace, max_depth, strict, open_objects, translator)
+    if closed is not None:
+        closed.extend(translator.closed_at)
     try:
         return build_dfa(node, alphabet if alphabet is not None else ByteAlphabet(), max_states, translator.where)
     except BuildLimit as exc:
@@ -263,6 +281,12 @@ class _Translator:
         self.superset = False  # patterns read as the validators may read them at most (_string_pattern)
         self.names = False  # translating propertyNames: strings spelled one way only
         self.open_objects = True  # False: objects listing properties take no others unless additionalProperties says
+        # the fallbacks of promote() (:data:`OPENNESS`): objects listing properties kept open only outermost, and how
+        # deep their extra members' unconstrained values nest (None: max_depth)
+        self.outermost_only = False
+        self.extra_depth: int | None = None
+        self.nesting = 0  # arrays/objects around the value being translated (memoized nodes keep their first)
+        self.closed_at: dict[str, None] = {}  # pointers of objects closed although JSON Schema leaves them open
 
     def punct(self, char: str) -> Node:
         """A structural character with the allowed whitespace around it."""
@@ -599,6 +623,7 @@ class _Translator:
             compact = _Translator(self.root, 0, self.max_depth, self.strict)
             compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
             compact.open_objects, compact.empty, compact.roots = self.open_objects, self.empty, set()
+            compact.outermost_only, compact.extra_depth, compact.closed_at = self.outermost_only, self.extra_depth, self.closed_at
             compact.superset = self.superset
             typed = rest if kind is None else {**rest, "type": kind}
             found = self.enum_rests[(id(rest), kind)] = (rest, compact.value(typed, pointer, refs))
@@ -713,9 +738,13 @@ class _Translator:
             prefix, rest, prefix_key, rest_key = rest, schema.get("additionalItems", True), "items", "additionalItems"
         if not isinstance(prefix, list):
             raise SchemaError(_pointer(pointer, prefix_key), "must be a list of schemas")
-        firsts = [self.value(sub, self.at(sub, _pointer(_pointer(pointer, prefix_key), i)), refs)
-                  for i, sub in enumerate(prefix)]
-        item = None if rest is False else self.value(rest, self.at(rest, _pointer(pointer, rest_key)), refs)
+        self.nesting += 1
+        try:
+            firsts = [self.value(sub, self.at(sub, _pointer(_pointer(pointer, prefix_key), i)), refs)
+                      for i, sub in enumerate(prefix)]
+            item = None if rest is False else self.value(rest, self.at(rest, _pointer(pointer, rest_key)), refs)
+        finally:
+            self.nesting -= 1
         open_, close, comma = self.punct("["), self.punct("]"), self.punct(",")
         if not firsts:
             if high == 0 or item is None:
@@ -749,8 +778,23 @@ class _Translator:
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaError(_pointer(pointer, "required"), "must be a list of property names")
         # absent: open when the schema says nothing of its members (or open_objects), else closed (module docstring)
-        extra = schema.get("additionalProperties",
-                           self.open_objects or not ("properties" in schema or "patternProperties" in schema))
+        listing = "properties" in schema or "patternProperties" in schema
+        extra = schema.get("additionalProperties", self.kept_open(pointer) if listing else True)
+        self.nesting += 1
+        try:
+            return self._object(schema, pointer, refs, properties, patterns, required, extra, listing)
+        finally:
+            self.nesting -= 1
+
+    def kept_open(self, pointer: str) -> bool:
+        """Whether an object listing properties without ``additionalProperties`` takes extra members here."""
+        if self.open_objects and not (self.outermost_only and self.nesting > 0):
+            return True
+        self.closed_at[pointer] = None
+        return False
+
+    def _object(self, schema: dict, pointer: str, refs, properties, patterns, required, extra, listing: bool) -> Node:
+        """:meth:`type_object` once its keywords are read."""
         names = schema.get("propertyNames")
         colon, comma = self.punct(":"), self.punct(",")
         members, listed = [], []
@@ -761,7 +805,7 @@ class _Translator:
             listed.append(name)
             text = self.value(sub, self.at(sub, _pointer(_pointer(pointer, "properties"), name)), refs)
             members.append((seq(Lit(json.dumps(name, ensure_ascii=False)), colon, text), name in required))
-        more = self.extra_members(schema, pointer, refs, listed, patterns, extra, names)
+        more = self.extra_members(schema, pointer, refs, listed, patterns, extra, names, listing)
         minimum = _natural(schema, "minProperties", pointer, 0)
         maximum = _natural(schema, "maxProperties", pointer, None)
         needed = sum(1 for _, need in members if need)
@@ -829,7 +873,7 @@ class _Translator:
             self.names = outer
 
     def extra_members(self, schema: dict, pointer: str, refs: tuple, listed: list[str], patterns: dict, extra,
-                      names) -> Node | None:
+                      names, listing: bool = False) -> Node | None:
         """One extra member (name, colon, value) as a pattern, None when the schema allows none.
 
         Generated: for each pattern of ``patternProperties`` no listed name
@@ -860,7 +904,10 @@ class _Translator:
                 if any(self.matches(name, json.dumps(n, ensure_ascii=False)) for n in listed):
                     name = None
             if name is not None:
-                value = self.value(extra, self.at(extra, _pointer(pointer, "additionalProperties")), refs)
+                if listing and self.extra_depth is not None and (extra is True or extra == {}):
+                    value = self.any_value(min(self.extra_depth, self.max_depth))  # a fallback of promote()
+                else:
+                    value = self.value(extra, self.at(extra, _pointer(pointer, "additionalProperties")), refs)
                 branches.append(seq(name, colon, value))
         return alt(branches) if branches else None
 
