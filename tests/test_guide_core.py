@@ -101,12 +101,16 @@ def test_memo_is_bounded_and_rows_made_again_are_the_same():
 
 
 def test_widths_change_and_the_memo_follows():
+    """Narrow rows are copied; wide ones with few words set (a small language in a large vocabulary's
+    bitmask) are cleared and their words written: stale bits never survive either way."""
     guided, vocab = language(2)
-    for words in (vocab, vocab + 64, vocab):
-        for state in every_state(guided):
-            row = allocate_token_bitmask(1, words)
-            guided.fill_next_token_bitmask(state, row)
-            assert unpacked(row[0]) == want(guided, state)
+    for tokens in (vocab, vocab + 64, 1 << 17, vocab, 1 << 17):
+        for _ in range(2):  # made, then read from the memo
+            for state in every_state(guided):
+                row = allocate_token_bitmask(2, tokens)
+                row.fill(-1)
+                guided.fill_next_token_bitmask(state, row, 1)
+                assert unpacked(row[1]) == want(guided, state) and (row[0] == -1).all()
 
 
 def test_what_the_memo_does_not_cover_goes_the_python_way():

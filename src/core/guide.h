@@ -32,9 +32,15 @@ typedef struct {
 typedef struct {
     int64_t *keys; /* the state; -1 for a free slot */
     PyObject **rows; /* bytes of 4 * words */
+    uint32_t **sparse; /* NULL, or a row with few nonzero words: {count, word index, word, word index, word, ...} */
     size_t capacity, count;
     Py_ssize_t words; /* the bitmask width the rows are for */
 } PackedRows;
+
+/* A row is written as zeros plus its nonzero words when at most one word in SPARSE_SHARE is nonzero: a
+ * small language's rows over a large vocabulary (a date over cl100k: 12.5 KB, a few dozen words set), where
+ * clearing costs half of copying. */
+#define SPARSE_SHARE 16
 
 typedef struct {
     PyObject_HEAD
@@ -106,28 +112,36 @@ static void step_memo_add(StepMemo *m, uint64_t key, int32_t target) {
 
 static void packed_rows_clear(PackedRows *m) {
     for (size_t i = 0; i < m->capacity; i++)
-        if (m->keys[i] >= 0) Py_DECREF(m->rows[i]);
+        if (m->keys[i] >= 0) {
+            Py_DECREF(m->rows[i]);
+            free(m->sparse[i]);
+        }
     free(m->keys);
     free(m->rows);
+    free(m->sparse);
     m->keys = NULL;
     m->rows = NULL;
+    m->sparse = NULL;
     m->capacity = m->count = 0;
 }
 
-static PyObject *packed_rows_find(const PackedRows *m, int64_t state) {
-    if (!m->capacity) return NULL;
+/* The slot of `state`, or -1. */
+static Py_ssize_t packed_rows_find(const PackedRows *m, int64_t state) {
+    if (!m->capacity) return -1;
     for (size_t i = guide_slot((uint64_t)state, m->capacity);; i = (i + 1) & (m->capacity - 1)) {
-        if (m->keys[i] == state) return m->rows[i];
-        if (m->keys[i] < 0) return NULL;
+        if (m->keys[i] == state) return (Py_ssize_t)i;
+        if (m->keys[i] < 0) return -1;
     }
 }
 
 static int packed_rows_grow(PackedRows *m, size_t capacity) {
     int64_t *keys = malloc(capacity * sizeof(int64_t));
     PyObject **rows = malloc(capacity * sizeof(PyObject *));
-    if (!keys || !rows) {
+    uint32_t **sparse = malloc(capacity * sizeof(uint32_t *));
+    if (!keys || !rows || !sparse) {
         free(keys);
         free(rows);
+        free(sparse);
         return -1;
     }
     for (size_t i = 0; i < capacity; i++) keys[i] = -1;
@@ -137,16 +151,41 @@ static int packed_rows_grow(PackedRows *m, size_t capacity) {
         while (keys[i] >= 0) i = (i + 1) & (capacity - 1);
         keys[i] = m->keys[j];
         rows[i] = m->rows[j];
+        sparse[i] = m->sparse[j];
     }
     free(m->keys);
     free(m->rows);
+    free(m->sparse);
     m->keys = keys;
     m->rows = rows;
+    m->sparse = sparse;
     m->capacity = capacity;
     return 0;
 }
 
-/* Keeps a new reference to `row` for `state`, within `kept` rows. */
+/* The nonzero words of a row of `words` words, when few enough (SPARSE_SHARE), else NULL (also when out of
+ * memory: the row is then copied whole). */
+static uint32_t *sparse_words(const char *row, Py_ssize_t words) {
+    Py_ssize_t nonzero = 0, most = words / SPARSE_SHARE;
+    uint32_t word;
+    for (Py_ssize_t k = 0; k < words; k++) {
+        memcpy(&word, row + 4 * k, 4);
+        if (word && ++nonzero > most) return NULL;
+    }
+    uint32_t *found = malloc((size_t)(1 + 2 * nonzero) * sizeof(uint32_t)), *next = found + 1;
+    if (!found) return NULL;
+    found[0] = (uint32_t)nonzero;
+    for (Py_ssize_t k = 0; k < words; k++) {
+        memcpy(&word, row + 4 * k, 4);
+        if (word) {
+            *next++ = (uint32_t)k;
+            *next++ = word;
+        }
+    }
+    return found;
+}
+
+/* Keeps a new reference to `row` (4 * m->words bytes) for `state`, within `kept` rows. */
 static void packed_rows_add(PackedRows *m, int64_t state, PyObject *row, Py_ssize_t kept) {
     if (kept <= 0) return;
     if ((Py_ssize_t)m->count >= kept) packed_rows_clear(m);
@@ -156,7 +195,19 @@ static void packed_rows_add(PackedRows *m, int64_t state, PyObject *row, Py_ssiz
     m->keys[i] = state;
     Py_INCREF(row);
     m->rows[i] = row;
+    m->sparse[i] = sparse_words(PyBytes_AS_STRING(row), m->words);
     m->count++;
+}
+
+/* Writes row `slot` (or `row` itself when not kept: slot -1) into `into`. */
+static void packed_rows_write(const PackedRows *m, Py_ssize_t slot, PyObject *row, char *into) {
+    const uint32_t *sparse = slot >= 0 ? m->sparse[slot] : NULL;
+    if (!sparse) {
+        memcpy(into, PyBytes_AS_STRING(row), (size_t)(4 * m->words));
+        return;
+    }
+    memset(into, 0, (size_t)(4 * m->words));
+    for (uint32_t k = 0; k < sparse[0]; k++) memcpy(into + 4 * (size_t)sparse[1 + 2 * k], &sparse[2 + 2 * k], 4);
 }
 
 /* The int in [0, 2**31) that `value` is, or -1 (not an exact int, or out of that range). */
@@ -283,7 +334,8 @@ static PyObject *GuideCore_fill(GuideCore *self, PyObject *const *args, Py_ssize
         packed_rows_clear(&self->packed);
         self->packed.words = words;
     }
-    PyObject *row = packed_rows_find(&self->packed, state);
+    Py_ssize_t slot = packed_rows_find(&self->packed, state);
+    PyObject *row = slot >= 0 ? self->packed.rows[slot] : NULL;
     if (row) {
         Py_INCREF(row);
     } else {
@@ -304,10 +356,15 @@ static PyObject *GuideCore_fill(GuideCore *self, PyObject *const *args, Py_ssize
             PyErr_SetString(PyExc_RuntimeError, "_packed_row returned something other than 4 * words bytes");
             return NULL;
         }
+        if (words != self->packed.words) { /* _packed_row asked for another width meanwhile (re-entered) */
+            packed_rows_clear(&self->packed);
+            self->packed.words = words;
+        }
         packed_rows_add(&self->packed, state, row, self->rows_kept);
+        slot = packed_rows_find(&self->packed, state);
     }
     char *into = (char *)view.buf + (view.ndim == 2 ? index * 4 * words : 0);
-    memcpy(into, PyBytes_AS_STRING(row), (size_t)(4 * words));
+    packed_rows_write(&self->packed, slot, row, into);
     Py_DECREF(row);
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
