@@ -159,6 +159,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
     examples: dict[str, str] = {}
     translate_times, setup_times, masks, cpu_times = [], [], [], []
     for path in files:
+        guided = dfa = None  # the last schema's guide is dropped before the next is promoted, as one after another
         item = json.loads(path.read_text())
         schema, tests = item["schema"], item.get("tests", [])
         texts = [(compact(t["data"]), bool(t["valid"])) for t in tests]
