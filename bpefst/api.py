@@ -117,7 +117,7 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
     reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.  With the default
     ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_arcs``
-    is promoted with the first cut of :func:`schema_fallback` that fits (extra values one level deep, or
+    is promoted with the first cut of :func:`~bpefst.promotion.schema_fallback.schema_fallback` that fits (extra values one level deep, or
     scalars; then only the outermost object open; then every object closed), with one
     :class:`~bpefst.regex.json_schema.SchemaWarning` saying what was cut and where (extra members are what
     makes most real-world schemas too large over a 50k-100k vocabulary); ``open_objects=True`` refuses it
@@ -136,6 +136,7 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     and A_BPE (default: one shared cache of two tokenizers).
     """
     from .promotion.constraints import constraint_pattern
+    from .promotion.schema_fallback import schema_fallback
     from .regex import alphabet_for, compile_regex
 
     if regex is not None and not isinstance(regex, str):
@@ -169,92 +170,6 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts, source=text,
                          cache_dir=cache_dir)
-
-
-# Pattern arcs -> token lattice arcs: the fewest lattice arcs per arc of the schema's automaton per token of the
-# vocabulary seen on the JSONSchemaBench sample over GPT-2 (370 per arc over 50,257 tokens; most schemas make
-# 450-1100).  A cut whose automaton times this passes max_arcs is too large, so it is not tried.
-LATTICE_PER_ARC_AND_TOKEN = 370 / 50_257
-SCHEMA_CUTS = ("values-1", "scalar-values", "outermost", "outermost-scalar-values", False)
-
-
-def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: int, max_arcs: int | None,
-                    vocabulary: int):
-    """``(build(translate(openness, closed), openness), message)``: the schema's language with its objects open
-    (``message`` None), else, when open objects take it past a limit and ``open_objects`` is None, with the first
-    cut of :data:`SCHEMA_CUTS` that fits (``message`` says which, for the one warning).
-
-    Shared by ``bpefst.promote`` and ``bpefst promote --json-schema``.  The cuts, least lost first, apply only to
-    objects that list ``properties`` (or ``patternProperties``) without ``additionalProperties``:
-
-    * ``values-1``: their extra members' values, where the schema leaves them unconstrained, nest at most one
-      array/object (instead of ``max_depth``);
-    * ``scalar-values``: those values are scalars (null, booleans, numbers, strings);
-    * ``outermost``: only the outermost object (the document itself, when it is one) keeps extra members, with
-      values up to ``max_depth``; the nested ones take their listed members only;
-    * ``outermost-scalar-values``: the same, the outermost object's extra values scalars;
-    * ``False``: every such object closed (listed members only).
-
-    A cut is not tried (each failed attempt costs up to seconds) when its automaton is the same as one tried,
-    has at least the arcs of one that did not fit, or is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`; the
-    last one always is, and its refusal is the caller's.
-    """
-    from .automata.errors import ArcLimitExceeded, StateLimitExceeded
-    from .regex.json_schema import SchemaError
-
-    if open_objects is not None:
-        return build(translate(open_objects, []), open_objects), None
-    too_large, tried, failed_arcs = None, [], None
-    for openness in (True,) + SCHEMA_CUTS:
-        if (openness == "values-1" and max_depth <= 1) or (openness in ("scalar-values", "outermost-scalar-values")
-                                                           and max_depth == 0):
-            continue  # cuts nothing at this depth
-        closed: list[str] = []
-        last = openness is False
-        try:
-            pattern = translate(openness, closed)
-            skip = None if last else _why_skip(pattern, tried, failed_arcs, max_arcs, vocabulary)
-            tried.append(pattern)
-            if skip is not None:
-                too_large = too_large or skip
-                continue
-            return build(pattern, openness), (None if openness is True else _cut_message(openness, closed, max_depth, too_large))
-        except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as exc:
-            if last or (isinstance(exc, SchemaError) and "limit exceeded" not in str(exc)):
-                raise  # refused for what it says, not for its size: closing objects would not help
-            too_large = too_large or str(exc)
-            if not isinstance(exc, SchemaError):
-                failed_arcs = min(failed_arcs or pattern.num_arcs, pattern.num_arcs)
-    raise AssertionError("the last cut returns or raises")
-
-
-def _why_skip(pattern, tried: list, failed_arcs: int | None, max_arcs: int | None, vocabulary: int) -> str | None:
-    """Why ``pattern`` is surely too large without promoting it ("" when no message is due), else None."""
-    if any(pattern == before for before in tried):
-        return ""  # the cut changed nothing here (no nested object to close, say)
-    if failed_arcs is not None and pattern.num_arcs >= failed_arcs:
-        return ""  # no smaller than a cut that did not fit (within a schema, lattice arcs grow with pattern arcs)
-    if _hopeless(pattern, max_arcs, vocabulary):
-        return f"estimated from its automaton's {pattern.num_arcs:,} arcs: a token lattice past {max_arcs:,} arcs"
-    return None
-
-
-def _hopeless(pattern, max_arcs: int | None, vocabulary: int) -> bool:
-    """Whether the token lattice of ``pattern`` surely passes ``max_arcs`` (:data:`LATTICE_PER_ARC_AND_TOKEN`)."""
-    return max_arcs is not None and pattern.num_arcs * LATTICE_PER_ARC_AND_TOKEN * vocabulary > max_arcs
-
-
-def _cut_message(openness, closed: list[str], max_depth: int, too_large: str) -> str:
-    """One line: what the cut took away, where, and why."""
-    where = ", ".join(p or "(the document)" for p in closed[:5]) + (f" and {len(closed) - 5} more" if len(closed) > 5 else "")
-    what = {"values-1": f"extra members' unconstrained values nest at most 1 array/object (not max_depth={max_depth})",
-            "scalar-values": "extra members' unconstrained values are scalars only (no array or object)",
-            "outermost": f"objects closed (no members beyond the listed ones) except the outermost: {where}",
-            "outermost-scalar-values": f"objects closed (no members beyond the listed ones) except the outermost, whose "
-                                       f"extra members' unconstrained values are scalars: {where}",
-            False: f"objects closed (no members beyond the listed ones): {where}"}[openness]
-    return (f"{what}; with extra members as JSON Schema allows them the language is too large ({too_large}); "
-            f"open_objects=True refuses instead")
 
 
 def _model_of(tokenizer):

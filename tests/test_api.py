@@ -333,7 +333,7 @@ def test_promote_a_json_schema_cuts_extra_values_before_closing_objects(encoding
 def test_schema_fallback_tries_the_cuts_least_lost_first_and_skips_hopeless_ones() -> None:
     """The order of SCHEMA_CUTS; cuts no smaller than one that failed, and cuts estimated too large, skipped;
     the last cut always tried."""
-    from bpefst.api import schema_fallback
+    from bpefst.promotion.schema_fallback import schema_fallback
     from bpefst.automata.errors import ArcLimitExceeded
     from bpefst.regex import ByteAlphabet
     from bpefst.regex.json_schema import schema_to_dfa

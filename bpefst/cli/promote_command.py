@@ -136,7 +136,7 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
         return base, language, language.dfa()
 
     try:
-        if schema is not None:  # open objects, else a cut of them, as bpefst.promote chooses (api.schema_fallback)
+        if schema is not None:  # open objects, else a cut of them, as bpefst.promote chooses (promotion.schema_fallback)
             base, language, dfa = schema.promoted(alphabet, max_states, max_arcs, model.max_id + 1, written_out)
         else:
             try:
@@ -182,8 +182,8 @@ class _Schema:
 
     def promoted(self, alphabet, max_states: int, max_arcs: int | None, vocabulary: int, build):
         """``build(automaton, openness)`` of the schema's automaton with open objects, else of the first cut that
-        fits (:func:`bpefst.api.schema_fallback`, as ``bpefst.promote`` does), the cut said on stderr."""
-        from ..api import schema_fallback
+        fits (:func:`bpefst.promotion.schema_fallback.schema_fallback`, as ``bpefst.promote`` does), the cut said on stderr."""
+        from ..promotion.schema_fallback import schema_fallback
 
         result, cut = schema_fallback(lambda openness, closed: self.automaton(alphabet, max_states, openness, closed),
                                       build, self.open_objects, max_depth=self.max_depth, max_arcs=max_arcs,
