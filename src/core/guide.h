@@ -23,19 +23,20 @@
 
 #define STEPS_KEPT (1 << 20)
 
+/* An open-addressing table from 64-bit keys to fixed-size values (linear probing, at most 3/4 full): both
+ * memos are one, the steps with an int32 value, the rows with a KeptRow. */
 typedef struct {
-    uint64_t *keys; /* state << 32 | token; EMPTY_STEP for a free slot */
-    int32_t *targets; /* the next state, or -1 for None */
-    size_t capacity, count; /* capacity: 0 or a power of two */
-} StepMemo;
+    uint64_t *keys; /* MEMO_FREE for a free slot */
+    char *values; /* value_size bytes per slot */
+    size_t value_size, capacity, count; /* capacity: 0 or a power of two */
+} MemoTable;
+
+#define MEMO_FREE UINT64_MAX
 
 typedef struct {
-    int64_t *keys; /* the state; -1 for a free slot */
-    PyObject **rows; /* bytes of 4 * words */
-    uint32_t **sparse; /* NULL, or a row with few nonzero words: {count, word index, word, word index, word, ...} */
-    size_t capacity, count;
-    Py_ssize_t words; /* the bitmask width the rows are for */
-} PackedRows;
+    PyObject *row; /* bytes of 4 * words */
+    uint32_t *sparse; /* NULL, or a row with few nonzero words: {count, word index, word, word index, word, ...} */
+} KeptRow;
 
 /* A row is written as zeros plus its nonzero words when at most one word in SPARSE_SHARE is nonzero: a
  * small language's rows over a large vocabulary (a date over cl100k: 12.5 KB, a few dozen words set), where
@@ -44,123 +45,77 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    StepMemo steps;
-    PackedRows packed;
-    Py_ssize_t rows_kept;
+    MemoTable steps; /* state << 32 | token -> int32 next state, -1 for None */
+    MemoTable rows; /* state -> KeptRow, for bitmasks rows_words wide */
+    Py_ssize_t rows_words, rows_kept;
 } GuideCore;
 
-#define EMPTY_STEP UINT64_MAX
-
-static inline size_t guide_slot(uint64_t key, size_t capacity) {
+static inline size_t memo_slot(uint64_t key, size_t capacity) {
     return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & (capacity - 1);
 }
 
-static void step_memo_clear(StepMemo *m) {
-    free(m->keys);
-    free(m->targets);
-    m->keys = NULL;
-    m->targets = NULL;
-    m->capacity = m->count = 0;
-}
-
-/* 1 and *target set if (state, token) is kept, else 0. */
-static int step_memo_find(const StepMemo *m, uint64_t key, int32_t *target) {
-    if (!m->capacity) return 0;
-    for (size_t i = guide_slot(key, m->capacity);; i = (i + 1) & (m->capacity - 1)) {
-        if (m->keys[i] == key) {
-            *target = m->targets[i];
-            return 1;
-        }
-        if (m->keys[i] == EMPTY_STEP) return 0;
+/* The value kept for `key`, or NULL. */
+static void *memo_find(const MemoTable *t, uint64_t key) {
+    if (!t->capacity) return NULL;
+    for (size_t i = memo_slot(key, t->capacity);; i = (i + 1) & (t->capacity - 1)) {
+        if (t->keys[i] == key) return t->values + i * t->value_size;
+        if (t->keys[i] == MEMO_FREE) return NULL;
     }
 }
 
-static int step_memo_grow(StepMemo *m, size_t capacity) {
+/* Empties the table, `release` called on each value kept (when not NULL). */
+static void memo_clear(MemoTable *t, void (*release)(void *value)) {
+    if (release)
+        for (size_t i = 0; i < t->capacity; i++)
+            if (t->keys[i] != MEMO_FREE) release(t->values + i * t->value_size);
+    free(t->keys);
+    free(t->values);
+    t->keys = NULL;
+    t->values = NULL;
+    t->capacity = t->count = 0;
+}
+
+static int memo_grow(MemoTable *t, size_t capacity) {
     uint64_t *keys = malloc(capacity * sizeof(uint64_t));
-    int32_t *targets = malloc(capacity * sizeof(int32_t));
-    if (!keys || !targets) {
+    char *values = malloc(capacity * t->value_size);
+    if (!keys || !values) {
         free(keys);
-        free(targets);
+        free(values);
         return -1;
     }
     memset(keys, 0xff, capacity * sizeof(uint64_t));
-    for (size_t j = 0; j < m->capacity; j++) {
-        if (m->keys[j] == EMPTY_STEP) continue;
-        size_t i = guide_slot(m->keys[j], capacity);
-        while (keys[i] != EMPTY_STEP) i = (i + 1) & (capacity - 1);
-        keys[i] = m->keys[j];
-        targets[i] = m->targets[j];
+    for (size_t j = 0; j < t->capacity; j++) {
+        if (t->keys[j] == MEMO_FREE) continue;
+        size_t i = memo_slot(t->keys[j], capacity);
+        while (keys[i] != MEMO_FREE) i = (i + 1) & (capacity - 1);
+        keys[i] = t->keys[j];
+        memcpy(values + i * t->value_size, t->values + j * t->value_size, t->value_size);
     }
-    free(m->keys);
-    free(m->targets);
-    m->keys = keys;
-    m->targets = targets;
-    m->capacity = capacity;
+    free(t->keys);
+    free(t->values);
+    t->keys = keys;
+    t->values = values;
+    t->capacity = capacity;
     return 0;
 }
 
-/* Keeps (key -> target); a memo at its bound starts over.  A failed allocation only loses the memo. */
-static void step_memo_add(StepMemo *m, uint64_t key, int32_t target) {
-    if (m->count >= STEPS_KEPT) step_memo_clear(m);
-    if (4 * (m->count + 1) > 3 * m->capacity && step_memo_grow(m, m->capacity ? 2 * m->capacity : 64)) return;
-    size_t i = guide_slot(key, m->capacity);
-    while (m->keys[i] != EMPTY_STEP) i = (i + 1) & (m->capacity - 1);
-    m->keys[i] = key;
-    m->targets[i] = target;
-    m->count++;
+/* The slot for a `key` not in the table, to be filled by the caller, within `kept` keys (a full table starts
+ * over, `release` called on what it held); NULL when the memo cannot keep it (out of memory, or kept <= 0). */
+static void *memo_insert(MemoTable *t, uint64_t key, size_t kept, void (*release)(void *value)) {
+    if (!kept) return NULL;
+    if (t->count >= kept) memo_clear(t, release);
+    if (4 * (t->count + 1) > 3 * t->capacity && memo_grow(t, t->capacity ? 2 * t->capacity : 64)) return NULL;
+    size_t i = memo_slot(key, t->capacity);
+    while (t->keys[i] != MEMO_FREE) i = (i + 1) & (t->capacity - 1);
+    t->keys[i] = key;
+    t->count++;
+    return t->values + i * t->value_size;
 }
 
-static void packed_rows_clear(PackedRows *m) {
-    for (size_t i = 0; i < m->capacity; i++)
-        if (m->keys[i] >= 0) {
-            Py_DECREF(m->rows[i]);
-            free(m->sparse[i]);
-        }
-    free(m->keys);
-    free(m->rows);
-    free(m->sparse);
-    m->keys = NULL;
-    m->rows = NULL;
-    m->sparse = NULL;
-    m->capacity = m->count = 0;
-}
-
-/* The slot of `state`, or -1. */
-static Py_ssize_t packed_rows_find(const PackedRows *m, int64_t state) {
-    if (!m->capacity) return -1;
-    for (size_t i = guide_slot((uint64_t)state, m->capacity);; i = (i + 1) & (m->capacity - 1)) {
-        if (m->keys[i] == state) return (Py_ssize_t)i;
-        if (m->keys[i] < 0) return -1;
-    }
-}
-
-static int packed_rows_grow(PackedRows *m, size_t capacity) {
-    int64_t *keys = malloc(capacity * sizeof(int64_t));
-    PyObject **rows = malloc(capacity * sizeof(PyObject *));
-    uint32_t **sparse = malloc(capacity * sizeof(uint32_t *));
-    if (!keys || !rows || !sparse) {
-        free(keys);
-        free(rows);
-        free(sparse);
-        return -1;
-    }
-    for (size_t i = 0; i < capacity; i++) keys[i] = -1;
-    for (size_t j = 0; j < m->capacity; j++) {
-        if (m->keys[j] < 0) continue;
-        size_t i = guide_slot((uint64_t)m->keys[j], capacity);
-        while (keys[i] >= 0) i = (i + 1) & (capacity - 1);
-        keys[i] = m->keys[j];
-        rows[i] = m->rows[j];
-        sparse[i] = m->sparse[j];
-    }
-    free(m->keys);
-    free(m->rows);
-    free(m->sparse);
-    m->keys = keys;
-    m->rows = rows;
-    m->sparse = sparse;
-    m->capacity = capacity;
-    return 0;
+static void release_kept_row(void *value) {
+    KeptRow *kept = value;
+    Py_DECREF(kept->row);
+    free(kept->sparse);
 }
 
 /* The nonzero words of a row of `words` words, when few enough (SPARSE_SHARE), else NULL (also when out of
@@ -185,28 +140,23 @@ static uint32_t *sparse_words(const char *row, Py_ssize_t words) {
     return found;
 }
 
-/* Keeps a new reference to `row` (4 * m->words bytes) for `state`, within `kept` rows. */
-static void packed_rows_add(PackedRows *m, int64_t state, PyObject *row, Py_ssize_t kept) {
-    if (kept <= 0) return;
-    if ((Py_ssize_t)m->count >= kept) packed_rows_clear(m);
-    if (4 * (m->count + 1) > 3 * m->capacity && packed_rows_grow(m, m->capacity ? 2 * m->capacity : 16)) return;
-    size_t i = guide_slot((uint64_t)state, m->capacity);
-    while (m->keys[i] >= 0) i = (i + 1) & (m->capacity - 1);
-    m->keys[i] = state;
+/* Keeps a new reference to `row` (4 * rows_words bytes) for `state`, within rows_kept rows. */
+static void kept_rows_add(GuideCore *self, int64_t state, PyObject *row) {
+    KeptRow *kept = memo_insert(&self->rows, (uint64_t)state, self->rows_kept > 0 ? (size_t)self->rows_kept : 0,
+                                release_kept_row);
+    if (!kept) return;
     Py_INCREF(row);
-    m->rows[i] = row;
-    m->sparse[i] = sparse_words(PyBytes_AS_STRING(row), m->words);
-    m->count++;
+    kept->row = row;
+    kept->sparse = sparse_words(PyBytes_AS_STRING(row), self->rows_words);
 }
 
-/* Writes row `slot` (or `row` itself when not kept: slot -1) into `into`. */
-static void packed_rows_write(const PackedRows *m, Py_ssize_t slot, PyObject *row, char *into) {
-    const uint32_t *sparse = slot >= 0 ? m->sparse[slot] : NULL;
+/* Writes `row` (4 * words bytes; `sparse`, its nonzero words, when known) into `into`. */
+static void write_row(PyObject *row, const uint32_t *sparse, Py_ssize_t words, char *into) {
     if (!sparse) {
-        memcpy(into, PyBytes_AS_STRING(row), (size_t)(4 * m->words));
+        memcpy(into, PyBytes_AS_STRING(row), (size_t)(4 * words));
         return;
     }
-    memset(into, 0, (size_t)(4 * m->words));
+    memset(into, 0, (size_t)(4 * words));
     for (uint32_t k = 0; k < sparse[0]; k++) memcpy(into + 4 * (size_t)sparse[1 + 2 * k], &sparse[2 + 2 * k], 4);
 }
 
@@ -245,18 +195,17 @@ static PyObject *GuideCore_step(GuideCore *self, PyObject *const *args, Py_ssize
     int64_t state = small_index(args[0]), token = small_index(args[1]);
     if (state < 0 || token < 0) return guide_call(self, "_step_missed", args, 2, NULL);
     uint64_t key = (uint64_t)state << 32 | (uint64_t)token;
-    int32_t target;
-    if (step_memo_find(&self->steps, key, &target)) {
-        if (target < 0) Py_RETURN_NONE;
-        return PyLong_FromLong(target);
+    const int32_t *target = memo_find(&self->steps, key);
+    if (target) {
+        if (*target < 0) Py_RETURN_NONE;
+        return PyLong_FromLong(*target);
     }
     PyObject *found = guide_call(self, "_step_missed", args, 2, NULL);
     if (!found) return NULL;
-    if (found == Py_None) {
-        step_memo_add(&self->steps, key, -1);
-    } else {
-        int64_t next = small_index(found);
-        if (next >= 0) step_memo_add(&self->steps, key, (int32_t)next);
+    int64_t next = found == Py_None ? -1 : small_index(found);
+    if (found == Py_None || next >= 0) {
+        int32_t *kept = memo_insert(&self->steps, key, STEPS_KEPT, NULL);
+        if (kept) *kept = (int32_t)next;
     }
     return found;
 }
@@ -330,12 +279,12 @@ static PyObject *GuideCore_fill(GuideCore *self, PyObject *const *args, Py_ssize
         PyBuffer_Release(&view);
         return guide_call(self, "_fill_slow", args, (size_t)nargs, kwnames);
     }
-    if (words != self->packed.words) {
-        packed_rows_clear(&self->packed);
-        self->packed.words = words;
+    if (words != self->rows_words) {
+        memo_clear(&self->rows, release_kept_row);
+        self->rows_words = words;
     }
-    Py_ssize_t slot = packed_rows_find(&self->packed, state);
-    PyObject *row = slot >= 0 ? self->packed.rows[slot] : NULL;
+    const KeptRow *kept = memo_find(&self->rows, (uint64_t)state);
+    PyObject *row = kept ? kept->row : NULL;
     if (row) {
         Py_INCREF(row);
     } else {
@@ -356,15 +305,15 @@ static PyObject *GuideCore_fill(GuideCore *self, PyObject *const *args, Py_ssize
             PyErr_SetString(PyExc_RuntimeError, "_packed_row returned something other than 4 * words bytes");
             return NULL;
         }
-        if (words != self->packed.words) { /* _packed_row asked for another width meanwhile (re-entered) */
-            packed_rows_clear(&self->packed);
-            self->packed.words = words;
+        if (words != self->rows_words) { /* _packed_row asked for another width meanwhile (re-entered) */
+            memo_clear(&self->rows, release_kept_row);
+            self->rows_words = words;
         }
-        packed_rows_add(&self->packed, state, row, self->rows_kept);
-        slot = packed_rows_find(&self->packed, state);
+        if (!memo_find(&self->rows, (uint64_t)state)) kept_rows_add(self, state, row); /* (re-entered: kept already) */
+        kept = memo_find(&self->rows, (uint64_t)state);
     }
     char *into = (char *)view.buf + (view.ndim == 2 ? index * 4 * words : 0);
-    packed_rows_write(&self->packed, slot, row, into);
+    write_row(row, kept && kept->row == row ? kept->sparse : NULL, words, into);
     Py_DECREF(row);
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
@@ -372,18 +321,27 @@ static PyObject *GuideCore_fill(GuideCore *self, PyObject *const *args, Py_ssize
 
 /* kept() -> (rows, steps): how many packed rows and steps the memo holds (for tests of its bound). */
 static PyObject *GuideCore_kept(GuideCore *self, PyObject *Py_UNUSED(ignored)) {
-    return Py_BuildValue("(nn)", (Py_ssize_t)self->packed.count, (Py_ssize_t)self->steps.count);
+    return Py_BuildValue("(nn)", (Py_ssize_t)self->rows.count, (Py_ssize_t)self->steps.count);
 }
 
 static PyObject *GuideCore_forget(GuideCore *self, PyObject *Py_UNUSED(ignored)) {
-    packed_rows_clear(&self->packed);
-    step_memo_clear(&self->steps);
+    memo_clear(&self->rows, release_kept_row);
+    memo_clear(&self->steps, NULL);
     Py_RETURN_NONE;
 }
 
+static PyObject *GuideCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    GuideCore *self = (GuideCore *)PyType_GenericNew(type, args, kwds);
+    if (self) {
+        self->steps.value_size = sizeof(int32_t);
+        self->rows.value_size = sizeof(KeptRow);
+    }
+    return (PyObject *)self;
+}
+
 static void GuideCore_dealloc(GuideCore *self) {
-    packed_rows_clear(&self->packed);
-    step_memo_clear(&self->steps);
+    memo_clear(&self->rows, release_kept_row);
+    memo_clear(&self->steps, NULL);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -413,5 +371,5 @@ static PyTypeObject GuideCoreType = {
     .tp_doc = "The per-token calls of a guide, memoized in C (bpefst.promotion.guided.GuidedAutomaton's base).",
     .tp_methods = GuideCore_methods,
     .tp_members = GuideCore_members,
-    .tp_new = PyType_GenericNew,
+    .tp_new = GuideCore_new,
 };
