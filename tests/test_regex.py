@@ -228,6 +228,18 @@ def test_byte_alphabet_with_ids():
     assert alphabet.encode("ab") is None
 
 
+@pytest.mark.parametrize("pattern", ["a+|b", r"[\u00e9-\u4e00]{2,5}x", r"(ab|cd)*[0-9]+", r"\p{L}{1,4}", "", r"[^a]*"])
+def test_byte_alphabet_with_every_byte_renamed_gives_minimize_of_the_relabelled_dfa(pattern: str) -> None:
+    """With one id per byte (GPT-2's byte tokens) the relabelled DFA is only renumbered, not minimized again:
+    the result must be what minimizing it gives."""
+    ids = list(range(256))
+    random.Random(7).shuffle(ids)
+    alphabet = ByteAlphabet(dict(zip(range(256), ids)))
+    raw = compile_regex(pattern, BYTES)
+    relabelled = DFA([{ids[b]: r for b, r in row.items()} for row in raw.transitions], raw.start, raw.finals)
+    assert compile_regex(pattern, alphabet) == minimize(relabelled)
+
+
 # ------------------------------------------------------------- random patterns
 _ATOMS = ["a", "b", "c", ".", "[ab]", "[^a]", r"\d", "[a-c1]", r"\w", "(?:)", "1"]
 

@@ -12,7 +12,7 @@ import click
 
 from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs
 from ..automata import load as load_automaton
-from ..automata import random_accepted, to_dot
+from ..automata import minimize, random_accepted, to_dot
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..errors import BpefstError
 from ..promotion.language_build import MODES, Limits
@@ -268,7 +268,7 @@ def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_sta
         except UnicodeDecodeError as exc:
             raise BpefstError(f"{words_file}: not UTF-8 text (bad byte at offset {exc.start})") from None
         return words_automaton(read_words(lines), alphabet)
-    return alphabet.finish(load_automaton(pattern_file))
+    return alphabet.finish(minimize(load_automaton(pattern_file)))
 
 
 def _write(dfa, fingerprint: str, decode, output: str, fmt: str, mode: str) -> None:

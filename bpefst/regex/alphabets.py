@@ -30,7 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Mapping
 
-from ..automata import DFA, NFA, map_symbols, minimize, thompson
+from ..automata import DFA, NFA, canonical, map_symbols, minimize, thompson
 from ..errors import BpefstError
 from . import charsets
 from .utf8 import utf8_dfa
@@ -111,7 +111,12 @@ class ByteAlphabet(Alphabet):
         if self.byte_ids is None:
             return raw
         byte_ids = self.byte_ids
-        return minimize(map_symbols(raw, lambda b: byte_ids.get(b)))
+        if len(byte_ids) == 256:
+            # one distinct id per byte: the relabelled DFA is as minimal and trim as ``raw``, and only needs
+            # numbering for the ids' order (what minimize would give, without its quotient)
+            return canonical(DFA([{byte_ids[b]: r for b, r in row.items()} for row in raw.transitions], raw.start,
+                                 raw.finals, check=False))
+        return minimize(map_symbols(raw, byte_ids.get))  # bytes without an id drop their arcs: trimmed again
 
     def encode(self, text: str) -> list[int] | None:
         try:
