@@ -240,6 +240,13 @@ def test_byte_alphabet_with_every_byte_renamed_gives_minimize_of_the_relabelled_
     assert compile_regex(pattern, alphabet) == minimize(relabelled)
 
 
+def test_byte_alphabet_drops_arcs_on_symbols_that_are_no_bytes() -> None:
+    """An automaton read from a file may carry symbols past 255: their arcs go, and the rest is minimized."""
+    alphabet = ByteAlphabet({b: 255 - b for b in range(256)})
+    raw = DFA([{ord("a"): 1, 300: 2}, {}, {ord("b"): 1}], 0, frozenset({1}))
+    assert alphabet.finish(raw) == minimize(DFA([{255 - ord("a"): 1}, {}], 0, frozenset({1})))
+
+
 # ------------------------------------------------------------- random patterns
 _ATOMS = ["a", "b", "c", ".", "[ab]", "[^a]", r"\d", "[a-c1]", r"\w", "(?:)", "1"]
 

@@ -114,8 +114,12 @@ class ByteAlphabet(Alphabet):
         if len(byte_ids) == 256:
             # one distinct id per byte: the relabelled DFA is as minimal and trim as ``raw``, and only needs
             # numbering for the ids' order (what minimize would give, without its quotient)
-            return canonical(DFA([{byte_ids[b]: r for b, r in row.items()} for row in raw.transitions], raw.start,
-                                 raw.finals, check=False))
+            try:
+                rows = [{byte_ids[b]: r for b, r in row.items()} for row in raw.transitions]
+            except KeyError:  # a symbol that is no byte (an automaton read from a file) loses its arcs, below
+                pass
+            else:
+                return canonical(DFA(rows, raw.start, raw.finals, check=False))
         return minimize(map_symbols(raw, byte_ids.get))  # bytes without an id drop their arcs: trimmed again
 
     def encode(self, text: str) -> list[int] | None:
