@@ -59,7 +59,6 @@ from bpefst.promotion.token_language import TokenLanguage, default_stop_ids  # n
 from bpefst.regex import ByteAlphabet, alphabet_for, compile_regex  # noqa: E402
 from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex  # noqa: E402
 from bpefst.regex.json_schema_words import VOCABULARY  # noqa: E402
-from bpefst.tokenizer import load_tokenizer  # noqa: E402
 
 MAX_STATES = 1_000_000
 PEER_SETUP: list[float] = []  # llguidance's set-up per schema it compiles
@@ -67,6 +66,46 @@ PEER_SETUP: list[float] = []  # llguidance's set-up per schema it compiles
 
 class Timeout(Exception):
     pass
+
+
+class PeakMemory:
+    """The process's resident peak per schema and overall (Linux: /proc/self/status; elsewhere only overall).
+
+    Each schema starts by resetting the kernel's peak (VmHWM, via clear_refs) to the current size; the
+    reset also lowers ``ru_maxrss``, so the overall peak is kept here as the largest peak read."""
+
+    def __init__(self) -> None:
+        self.overall = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        self.largest = (0.0, None)  # (MB a schema took the process past its size before it, schema)
+        self.before: float | None = None
+
+    def start(self) -> None:
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+            self.before = self._status_mb("VmRSS")
+        except OSError:
+            self.before = None
+
+    def stop(self, name: str) -> None:
+        if self.before is None:
+            return
+        peak = self._status_mb("VmHWM")
+        self.overall = max(self.overall, peak)
+        if peak - self.before > self.largest[0]:
+            self.largest = (peak - self.before, name)
+
+    def peak_mb(self) -> float:
+        return max(self.overall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+    @staticmethod
+    def _status_mb(field: str) -> float:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+        raise OSError(f"no {field} in /proc/self/status")
+
+
+MEMORY = PeakMemory()
 
 
 def _alarm(*_):
@@ -148,8 +187,8 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
         open_objects: bool = True, via_text: bool = False, show_rejected: bool = False) -> None:
     import bpefst
 
-    model = load_tokenizer(DATA / VOCABS[label])
     tokenizer = bpefst.load(DATA / VOCABS[label])
+    model = tokenizer.model  # one tokenizer in the process, as a user has
     DEFAULT_PARTS.get(model)  # per-tokenizer set-up, once (not counted per schema)
     ours = Ours(model, timeout, max_depth, text_only, open_objects, via_text)
     ours.bpefst, ours.tokenizer = bpefst, tokenizer
@@ -168,6 +207,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
         tally["invalid"] += sum(not v for _, v in texts)
         signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(int(timeout))
+        MEMORY.start()
         try:
             dfa, elapsed, warned = ours.translate(schema)
             translate_times.append(elapsed)
@@ -208,6 +248,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
             print(f"  crash: {path.name}: {type(exc).__name__}: {exc}", flush=True)
         finally:
             signal.alarm(0)
+        MEMORY.stop(path.name)
         signal.alarm(int(timeout))  # the peers get the same time per schema (a Rust call may overrun it)
         try:
             if ll is not None:
@@ -226,7 +267,7 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
                   f"{tally['outlines invalid accepted']}, peer timeouts {tally['peer timeouts']}; translation median "
                   f"{1e3 * statistics.median(translate_times or [0]):.1f} ms; mask mean "
                   f"{1e6 * statistics.fmean(masks or [0]):.1f} us; peak RSS "
-                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+                  f"{MEMORY.peak_mb():.0f} MB", flush=True)
     report(label, tally, refusals, examples, translate_times, setup_times, masks, peers, cpu_times)
 
 
@@ -305,7 +346,9 @@ def report(label, tally, refusals, examples, translate_times, setup_times, masks
               f"p90 {1e3 * sorted(PEER_SETUP)[int(0.9 * len(PEER_SETUP))]:.1f} ms over {len(PEER_SETUP)} compiled")
     if masks:
         print(f"mask per token: mean {1e6 * statistics.fmean(masks):.1f} us over {len(masks)} tokens")
-    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+    print(f"peak RSS: {MEMORY.peak_mb():.0f} MB", flush=True)
+    if MEMORY.largest[1] is not None:
+        print(f"largest schema: {MEMORY.largest[1]}, its peak {MEMORY.largest[0]:.0f} MB above the process's size before it")
 
 
 def main() -> None:
