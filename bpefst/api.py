@@ -149,12 +149,12 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
             return schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
                                  open_objects=openness, max_states=max_states, closed=closed)
 
-        def build(pattern, openness) -> TokenLanguage:
+        def build(pattern, openness, lattice_per_arc: float) -> TokenLanguage:
             # the schema and the options name the language in cache_dir, as a regex's text does
             source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, {True: "open", False: "closed"}
                                                   .get(openness, openness)], sort_keys=True, default=str)
-            built = TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts,
-                                  source=source, cache_dir=cache_dir)
+            built = TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs, lattice_per_arc),
+                                  parts=parts, source=source, cache_dir=cache_dir)
             if openness is not False and mode == "canonical":
                 built.on_demand()  # its lattice's limits decide here, not at the first guide()
             return built

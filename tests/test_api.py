@@ -346,7 +346,8 @@ def test_schema_fallback_tries_the_cuts_least_lost_first_and_skips_hopeless_ones
     def attempts(fits, vocabulary=1):
         tried = []
 
-        def build(pattern, openness):
+        def build(pattern, openness, lattice_per_arc):
+            assert (lattice_per_arc == 1.0) == (openness is False)  # estimates refuse early, except on the last cut
             tried.append(openness)
             if openness not in fits:
                 raise ArcLimitExceeded("the token lattice (every spelling of every match)", 10)

@@ -142,6 +142,25 @@ def test_refusals_at_promote():
     bpefst.promote(model(pattern=r"\w+|[^\w]"), CUT, mode="agnostic")  # every spelling: no pre-tokenization to model
 
 
+def test_an_estimated_lattice_limit_refuses_at_promote_by_the_chunked_patterns_arcs():
+    """Limits.lattice_per_arc > 1 refuses, before any walk, a language whose chunked pattern's arcs on symbols
+    (counted here from its rows) times that pass max_arcs; exactly at the limit it is built."""
+    from bpefst.automata.errors import ArcLimitExceeded
+    from bpefst.promotion.language_build import Limits
+    from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
+    from bpefst.regex import alphabet_for, compile_regex
+
+    m = model()
+    pattern = compile_regex(CUT, alphabet_for(m))
+    chunked = chunked_pattern(pattern, m, chunker_or_whole(pattern, m, m.pattern))
+    arcs = sum(len(row) - (BOUNDARY in row) for row in chunked.transitions)
+    with pytest.raises(ArcLimitExceeded, match=f"estimated at 3 per arc of the chunked pattern's {arcs:,}"):
+        bpefst.TokenLanguage(pattern, m, limits=Limits(max_arcs=3 * arcs - 1, lattice_per_arc=3))
+    language = bpefst.TokenLanguage(pattern, m, limits=Limits(max_arcs=3 * arcs, lattice_per_arc=3))
+    assert guided_sequences(language.guide()) == encodings(m, CUT)
+    bpefst.TokenLanguage(pattern, m, limits=Limits(max_arcs=arcs))  # the default (1 per arc) is the proof only
+
+
 # -- cache_dir, in every call order ----------------------------------------------------------------------
 @pytest.mark.parametrize("first", ["dfa", "shared_rows", "on_demand", "guide", None])
 def test_cache_dir_is_honoured_in_every_order(tmp_path, first):

@@ -131,8 +131,9 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
     alphabet = alphabet_for(model)
     compiled_at = time.perf_counter()
 
-    def written_out(base, _openness=None):
-        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=Limits(max_states, max_arcs), automaton=automaton)
+    def written_out(base, _openness=None, lattice_per_arc: float = 1.0):
+        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=Limits(max_states, max_arcs, lattice_per_arc),
+                                 automaton=automaton)
         return base, language, language.dfa()
 
     try:

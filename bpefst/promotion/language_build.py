@@ -21,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..automata import DFA, minimize, trim
+from ..automata.errors import ArcLimitExceeded
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
-from .agnostic import promote_agnostic
+from .agnostic import LATTICE, promote_agnostic
 from .direct import promote_direct
 from .on_demand import OnDemandCanonical
 from .parts import TokenizerParts
@@ -37,10 +38,17 @@ DEFAULT_MAX_ARCS = 20_000_000
 @dataclass(frozen=True)
 class Limits:
     """How far a build may go: states numbered (StateLimitExceeded), arcs of the token lattice or
-    written out (ArcLimitExceeded); None is no limit."""
+    written out (ArcLimitExceeded); None is no limit.
+
+    ``lattice_per_arc``: the token lattice arcs counted for each arc of the chunked pattern, to refuse a
+    lattice past ``max_arcs`` before walking it.  1 (the default) is a proof: every arc on a base symbol
+    is a one-symbol token's arc.  More refuses on an estimate (the cuts of open objects,
+    :mod:`.schema_fallback`, where a refusal only means trying a smaller language).
+    """
 
     max_states: int | None = DEFAULT_MAX_STATES
     max_arcs: int | None = DEFAULT_MAX_ARCS
+    lattice_per_arc: float = 1.0
 
 
 def check_mode(mode: str) -> None:
@@ -49,7 +57,7 @@ def check_mode(mode: str) -> None:
 
 
 def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str | None,
-                     max_states: int | None, max_arcs: int | None = None) -> tuple[DFA, bool]:
+                     max_states: int | None, max_arcs: int | None = None, lattice_per_arc: float = 1.0) -> tuple[DFA, bool]:
     """The automaton the canonical constructions read, and whether pre-tokenization cuts some match.
 
     With a ``pretokenizer`` (its pattern text; canonical modes only) the
@@ -59,7 +67,8 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     constructions apply.  ``canonical-direct`` does not model
     pre-tokenization and refuses a pattern whose matches are cut.
     ``max_arcs`` (the token lattice's limit) refuses a chunked pattern with
-    more arcs than that before its rows are made (:func:`.pretokenized.chunked_pattern`).
+    more arcs than that before its rows are made (:func:`.pretokenized.chunked_pattern`), or, with
+    ``lattice_per_arc`` above 1, whose arcs times that pass it (:class:`Limits`).
     """
     chunker = chunker_or_whole(pattern, model, pretokenizer) if mode != "agnostic" else None
     if chunker is None:
@@ -71,6 +80,11 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
         raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
                           f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match "
                           f"canonicity (mode=, pretokenize=False in Python)")
+    if lattice_per_arc > 1 and max_arcs is not None:
+        arcs = sum(map(len, chunked.transitions)) - sum(BOUNDARY in row for row in chunked.transitions)
+        if arcs * lattice_per_arc > max_arcs:
+            raise ArcLimitExceeded(f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's {arcs:,},",
+                                   max_arcs)
     return chunked, True
 
 

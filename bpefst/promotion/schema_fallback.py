@@ -19,12 +19,16 @@ from ..regex.json_schema import SchemaError
 # vocabulary seen on the JSONSchemaBench sample over GPT-2 (370 per arc over 50,257 tokens; most schemas make
 # 450-1100).  A cut whose automaton times this passes max_arcs is too large, so it is not tried.
 LATTICE_PER_ARC_AND_TOKEN = 370 / 50_257
+# Chunked pattern arcs -> token lattice arcs: the fewest seen on the sample over GPT-2 (2.97 over 44 builds; most
+# 3-4; over cl100k the fewest is 4.95, so one number for every vocabulary only refuses less there).  Known once the
+# chunked pattern is (a fraction of a walk's cost), it refuses a cut before its lattice is walked.
+LATTICE_PER_CHUNKED_ARC = 2.9
 SCHEMA_CUTS = ("values-1", "scalar-values", "outermost", "outermost-scalar-values", False)
 
 
 def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: int, max_arcs: int | None,
                     vocabulary: int):
-    """``(build(translate(openness, closed), openness), message)``: the schema's language with its objects open
+    """``(build(translate(openness, closed), openness, lattice_per_arc), message)``: the schema's language with its objects open
     (``message`` None), else, when open objects take it past a limit and ``open_objects`` is None, with the first
     cut of :data:`SCHEMA_CUTS` that fits (``message`` says which, for the one warning).
 
@@ -40,11 +44,13 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
     * ``False``: every such object closed (listed members only).
 
     A cut is not tried (each failed attempt costs up to seconds) when its automaton is the same as one tried,
-    has at least the arcs of one that did not fit, or is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`; the
-    last one always is, and its refusal is the caller's.
+    has at least the arcs of one that did not fit, or is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`; and
+    ``build`` is asked to refuse one whose chunked pattern is too large by :data:`LATTICE_PER_CHUNKED_ARC`
+    (``lattice_per_arc``, :class:`~.language_build.Limits`) before walking its lattice.  The last one is
+    always tried with the exact limits, and its refusal is the caller's.
     """
     if open_objects is not None:
-        return build(translate(open_objects, []), open_objects), None
+        return build(translate(open_objects, []), open_objects, 1.0), None
     too_large, tried, failed_arcs = None, [], None
     for openness in (True,) + SCHEMA_CUTS:
         if (openness == "values-1" and max_depth <= 1) or (openness in ("scalar-values", "outermost-scalar-values")
@@ -59,7 +65,9 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
             if skip is not None:
                 too_large = too_large or skip
                 continue
-            return build(pattern, openness), (None if openness is True else _cut_message(openness, closed, max_depth, too_large))
+            estimate = 1.0 if last else LATTICE_PER_CHUNKED_ARC
+            return build(pattern, openness, estimate), (None if openness is True else
+                                                        _cut_message(openness, closed, max_depth, too_large))
         except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as exc:
             if last or (isinstance(exc, SchemaError) and "limit exceeded" not in str(exc)):
                 raise  # refused for what it says, not for its size: closing objects would not help

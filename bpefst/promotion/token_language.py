@@ -102,8 +102,10 @@ class TokenLanguage:
         if self._source is None:
             name = "chunked pattern" if self.pretokenize and self.mode != "agnostic" and self.model.pattern else "pattern"
             pretokenizer = self.model.pattern if self.pretokenize else None
+            limits = self.limits
             self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode, pretokenizer,
-                                                                           self.limits.max_states, self.limits.max_arcs))
+                                                                           limits.max_states, limits.max_arcs,
+                                                                           limits.lattice_per_arc))
         return self._source
 
     def _the_product(self):
