@@ -11,7 +11,7 @@ from bpefst.automata import DFA
 from bpefst.decoding import allocate_token_bitmask, apply_token_bitmask
 from bpefst.errors import BpefstError
 import bpefst
-from bpefst.promotion import GuidedAutomaton, promote
+from bpefst.promotion import GuidedAutomaton, TokenLanguage
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS
 from small_models import random_byte_model
@@ -58,7 +58,8 @@ def test_small_models_every_state(seed):
     pattern = compile_regex(r"(ab|b1)+( a{1,3})?", alphabet_for(model))
     for kind in ("dfa", "on-demand"):
         on_demand = kind == "on-demand"
-        result = promote(pattern, model, "canonical", pretokenize=True, on_demand=on_demand).dfa
+        language = TokenLanguage(pattern, model)
+        result = language.on_demand() if on_demand else language.dfa()
         guided = GuidedAutomaton(result, stop_ids=[stop])
         if on_demand:
             result.explore()
@@ -157,7 +158,7 @@ def test_cache_round_trip_small_models(tmp_path, seed):
 
     model = random_byte_model(seed, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
     regex_text = r"(ab|b1)+( a{1,3})?"
-    fresh = promote(compile_regex(regex_text, alphabet_for(model)), model, "canonical", pretokenize=True, on_demand=True).dfa
+    fresh = TokenLanguage(compile_regex(regex_text, alphabet_for(model)), model).on_demand()
     path = guide_cache.cache_path(tmp_path, model.fingerprint, regex_text)
     guide_cache.save(path, fresh, model.fingerprint, regex_text)
     automaton = build_canonical(MergeForest.from_model(model))

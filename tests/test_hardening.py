@@ -28,7 +28,7 @@ from bpefst.bpe.transducer_io import compile_transducer, read_transducer, write_
 from bpefst.errors import ArtifactError
 from bpefst.pipeline.encoder import Tokenizer
 from bpefst.pipeline.validate import Validator, parse_id_blocks
-from bpefst.promotion import promote
+from bpefst.promotion import TokenLanguage
 from bpefst.promotion.token_automaton_io import load_token_automaton, save_token_automaton
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, load_tokenizer, save_tokenizer
@@ -58,7 +58,8 @@ def _artifacts(tmp_path) -> dict[str, tuple]:
     write_transducer(paths["transducer"], model, transducer, stats)
     pattern = compile_regex("[abc]{1,4}( [abc]{1,3})?", alphabet_for(model))
     save_automaton(pattern, paths["automaton"])
-    save_token_automaton(paths["token-automaton"], promote(pattern, model, "canonical", automaton).dfa, "canonical", model.fingerprint)
+    promoted = TokenLanguage(pattern, model, pretokenize=False, automaton=automaton).dfa()
+    save_token_automaton(paths["token-automaton"], promoted, "canonical", model.fingerprint)
     loaders = {"tokenizer": load_tokenizer, "canonical-dfa": load_canonical, "transducer": read_transducer,
                "token-automaton": load_token_automaton, "automaton": load_automaton}
     return {kind: (paths[kind], loaders[kind]) for kind in paths}

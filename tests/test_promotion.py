@@ -8,7 +8,8 @@ import pytest
 
 from bpefst.automata import count_strings, enumerate_strings, equivalent
 from bpefst.bpe import MergeForest, build_canonical
-from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote
+from bpefst.promotion import GuidedAutomaton, SpellingTrie, TokenLanguage
+from bpefst.promotion.language_build import Limits
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.tokenizer import PRESETS, ReferenceEncoder, load_tokenizer
 from conftest import require_shared
@@ -43,9 +44,9 @@ MAX_BYTES = 12
 
 @lru_cache(maxsize=None)
 def real(name: str):
+    """A real tokenizer; its languages take its trie and A_BPE from the shared parts cache."""
     sources = {"cl100k": "tiktoken/cl100k_base.tiktoken.gz", "gpt2": "gpt2/vocab.json"}
-    model = load_tokenizer(require_shared() / sources[name])
-    return model, build_canonical(MergeForest.from_model(model), "implicit"), SpellingTrie.from_model(model)
+    return load_tokenizer(require_shared() / sources[name])
 
 
 def spelled_lengths(model) -> dict[int, int]:
@@ -80,29 +81,33 @@ def all_segmentations(symbols: tuple[int, ...], by_spelling: dict[tuple[int, ...
                 yield (token, *rest)
 
 
-def check_pattern(model, automaton, trie, pattern: str, budget: int = MAX_BYTES, on_demand: bool = False) -> tuple[int, int]:
+def check_pattern(model, pattern: str, automaton=None, budget: int = MAX_BYTES, on_demand: bool = False) -> tuple[int, int]:
+    """Each mode's whole-match language (``automaton``: an A_BPE of the caller's, else the shared parts')."""
     dfa = compile_regex(pattern, alphabet_for(model))
     assert count_strings(dfa, budget) < 50_000, "pattern set too large for brute force"
     matches = list(enumerate_strings(dfa, budget))
     encoder = ReferenceEncoder(model)
     lengths = spelled_lengths(model)
-    canonical = promote(dfa, model, "canonical", automaton, trie).dfa
+
+    def language(mode: str) -> TokenLanguage:
+        return TokenLanguage(dfa, model, mode, pretokenize=False, automaton=automaton)
+
+    canonical = language("canonical").dfa()
     assert accepted(canonical, lengths, budget) == {tuple(encoder.bpe(list(s))) for s in matches}, pattern
     by_spelling = {s: t for t, s in model.spellings.items()}
     longest = max(map(len, by_spelling))
-    agnostic = promote(dfa, model, "agnostic", automaton, trie).dfa
+    agnostic = language("agnostic").dfa()
     expected = {seg for s in matches for seg in all_segmentations(tuple(s), by_spelling, longest)}
     assert accepted(agnostic, lengths, budget) == expected, pattern
-    direct = promote(dfa, model, "canonical-direct").dfa
+    direct = language("canonical-direct").dfa()
     assert equivalent(direct, canonical), pattern
     if on_demand:  # the lazy product, every state expanded, is the same language (whole match as one chunk)
-        assert equivalent(promote(dfa, model, "canonical", automaton, trie, on_demand=True).dfa.to_dfa(), canonical), pattern
+        assert equivalent(language("canonical").on_demand().to_dfa(), canonical), pattern
     return len(expected), len(matches)
 
 
 def test_canonicality_removes_spellings() -> None:
-    model, automaton, trie = real("cl100k")
-    spellings, matches = check_pattern(model, automaton, trie, r"(hello|world)( (hello|world)){0,2}")
+    spellings, matches = check_pattern(real("cl100k"), r"(hello|world)( (hello|world)){0,2}")
     assert spellings > 10 * matches  # the agnostic automaton accepts many tokenizations per match
 
 
@@ -114,27 +119,26 @@ def test_enough_patterns() -> None:
 def test_small_tokenizer(pattern: str) -> None:
     model = random_byte_model(3, alphabet=b"ab1-x\" ", num_merges=25, pattern=PRESETS["gpt2"])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
-    check_pattern(model, automaton, SpellingTrie.from_model(model), pattern, budget=8, on_demand=True)
+    check_pattern(model, pattern, automaton, budget=8, on_demand=True)
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("name", ["cl100k", "gpt2"])
 def test_real_tokenizers(name: str, pattern: str) -> None:
-    model, automaton, trie = real(name)
-    check_pattern(model, automaton, trie, pattern)
+    check_pattern(real(name), pattern)
 
 
 def test_wikitext_words_with_end_of_word_suffix() -> None:
     model = load_tokenizer(require_shared() / "wikitext-bpe" / "tokenizer_4000.json")
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
     for pattern in [r"(the|them|then|there)", r"[a-c]{1,3}", r"(un)?(do|done|doing)"]:
-        check_pattern(model, automaton, SpellingTrie.from_model(model), pattern, budget=8, on_demand=True)
+        check_pattern(model, pattern, automaton, budget=8, on_demand=True)
 
 
 def test_empty_and_guided_api() -> None:
-    model, automaton, trie = real("cl100k")
+    model = real("cl100k")
     dfa = compile_regex(r"(hello|help) world", alphabet_for(model))
-    promoted = promote(dfa, model, "canonical", automaton, trie).dfa
+    promoted = TokenLanguage(dfa, model, pretokenize=False).dfa()
     guided = GuidedAutomaton(promoted)
     encoder = ReferenceEncoder(model)
     state = guided.start
@@ -161,26 +165,4 @@ def test_lattice_arc_limit_is_exact_and_checked_before_the_product(regex: str) -
     with pytest.raises(ArcLimitExceeded):
         token_rows(pattern, trie, max_arcs=arcs - 1)
     with pytest.raises(ArcLimitExceeded):
-        promote(pattern, model, "canonical", max_arcs=arcs - 1)
-
-
-# over the merged tokens of random_byte_model(5, b"ab1-.@{}") ('.@', '}-a', '@}.@', ...), where product states
-# ban tokens and so write fewer arcs than their lattice state's row
-BANNING_PATTERNS = [r"[ab1]{1,6}", r"(ab|a1|b\.)+@", r"\{[ab@]{1,4}\}", r"[ab1.@{}-]{1,5}"]
-
-
-@pytest.mark.parametrize("regex", BANNING_PATTERNS)
-def test_canonical_arc_limit_counts_exactly_the_arcs_the_product_writes(regex: str, monkeypatch) -> None:
-    """States are counted when found; the limit must still equal the arcs of the product as written."""
-    from bpefst.automata.errors import ArcLimitExceeded
-    from bpefst.promotion import canonical
-
-    monkeypatch.setattr(canonical, "trim", lambda dfa: dfa)  # see the product as written
-    model = random_byte_model(5, alphabet=b"ab1-.@{}", num_merges=14)
-    automaton = build_canonical(MergeForest.from_model(model), "explicit")
-    lattice = promote(compile_regex(regex, alphabet_for(model)), model, "agnostic", minimal=False).dfa
-    written = canonical.intersect_canonical(lattice, automaton, minimal=False).num_arcs
-    assert canonical.intersect_canonical(lattice, automaton, minimal=False, max_arcs=written).num_arcs == written
-    if written:
-        with pytest.raises(ArcLimitExceeded):
-            canonical.intersect_canonical(lattice, automaton, minimal=False, max_arcs=written - 1)
+        TokenLanguage(pattern, model, pretokenize=False, limits=Limits(max_arcs=arcs - 1)).dfa()

@@ -2,8 +2,8 @@
 
 * ``minimize`` takes a linear-time route (Revuz) for acyclic inputs and Hopcroft
   otherwise: both must give the same canonical DFA;
-* ``intersect_canonical`` (shared rows per lattice state, lazily resolved arcs)
-  must give the same minimal DFA as the textbook product with A_BPE;
+* the canonical language written out (shared rows per lattice state, resolved
+  arcs) must give the same minimal DFA as the textbook product with A_BPE;
 * the one-pass lattice walk (transforms over the chain-compressed trie) must give
   ``token_arcs`` and the brute-force arcs for every state;
 * banned sets restricted to a lattice's tokens (implicit A_BPE) must equal pair checks.
@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from bpefst.automata import DFA, minimize, trim
 from bpefst.automata.minimization import _coarsest_stable_partition, canonical
 from bpefst.bpe import MergeForest, build_canonical
-from bpefst.promotion import SpellingTrie, intersect_canonical, promote_agnostic
-from bpefst.promotion import canonical as canonical_module
+from bpefst.promotion import SpellingTrie, TokenLanguage, promote_agnostic
 from bpefst.promotion import subtrees
 from bpefst.promotion.agnostic import _Transforms, token_arcs
 from bpefst.regex import alphabet_for, compile_regex
@@ -90,21 +89,16 @@ def plain_product(lattice: DFA, automaton) -> DFA:
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([r"(ab|a|b1)*x?", r"[ab1-]{1,5}", r'"(a|b)*"', r"a+b*1?", r"-?1(ab)*"]),
-       st.sampled_from(["explicit-own-bitsets", "explicit-restricted", "implicit"]))
+       st.sampled_from(["explicit", "implicit"]))
 def test_product_matches_plain_product(seed: int, pattern: str, encoding: str) -> None:
-    """Explicit A_BPE: its own banned bitsets, or bitsets restricted to the lattice's tokens (each forced)."""
+    """The whole-match canonical language, written out, over A_BPE in either encoding."""
     model = random_byte_model(seed, alphabet=b'ab1-x"', num_merges=20, pattern=PRESETS["gpt2"])
-    automaton = build_canonical(MergeForest.from_model(model), encoding.split("-")[0])
+    automaton = build_canonical(MergeForest.from_model(model), encoding)
     trie = SpellingTrie.from_model(model)
     dfa = compile_regex(pattern, alphabet_for(model))
     lattice = promote_agnostic(dfa, model, trie, minimal=False)
-    defaults = canonical_module.OWN_BITSETS_BELOW, canonical_module.OWN_BITSETS_SHARE
-    canonical_module.OWN_BITSETS_BELOW = 0
-    canonical_module.OWN_BITSETS_SHARE = 0.0 if encoding == "explicit-own-bitsets" else 2.0
-    try:
-        assert intersect_canonical(lattice, automaton) == plain_product(lattice, automaton)
-    finally:
-        canonical_module.OWN_BITSETS_BELOW, canonical_module.OWN_BITSETS_SHARE = defaults
+    written = TokenLanguage(dfa, model, pretokenize=False, automaton=automaton).dfa()
+    assert written == plain_product(lattice, automaton)
     assert all(lattice.transitions[q] == token_arcs(trim(dfa), trie, q) for q in range(lattice.num_states))
 
 

@@ -34,7 +34,7 @@ from bpefst.bpe import MergeForest, build_canonical
 from bpefst.errors import BpefstError
 from bpefst.pipeline.encoder import Tokenizer
 from bpefst.automata.shared_rows import SharedRowDFA
-from bpefst.promotion import GuidedAutomaton, SpellingTrie, promote
+from bpefst.promotion import GuidedAutomaton, PartsCache, TokenLanguage
 from bpefst.promotion import canonical as canonical_module
 from bpefst.promotion import pretokenized as pretokenized_module
 from bpefst.promotion.chunking import chunker_for
@@ -166,22 +166,33 @@ def expected_encodings(model, tokenizer: Tokenizer, pattern_dfa) -> set[tuple[in
     return {tuple(tokenizer.encode_ordinary(text)) for text in texts}
 
 
-def check_against_encoder(model, automaton, trie, tokenizer, pattern: str) -> int:
+PARTS = PartsCache(size=1)  # a real tokenizer's trie and A_BPE, kept while its tests run
+
+
+def language(dfa, model, mode: str = "canonical", automaton=None, pretokenize: bool = True) -> TokenLanguage:
+    """``dfa``'s language over a small model's own A_BPE (``automaton``), or over a real model's cached parts."""
+    if automaton is not None:
+        return TokenLanguage(dfa, model, mode, pretokenize, automaton=automaton)
+    return TokenLanguage(dfa, model, mode, pretokenize, parts=PARTS)
+
+
+def check_against_encoder(model, tokenizer, pattern: str, automaton=None) -> int:
     dfa = compile_regex(pattern, alphabet_for(model))
     assert count_strings(dfa, 64) < 30_000, pattern
-    promoted = promote(dfa, model, "canonical", automaton, trie, pretokenize=True).dfa
+    canonical = language(dfa, model, automaton=automaton)
+    promoted = canonical.dfa()
     expected = expected_encodings(model, tokenizer, dfa)
     assert accepted_all(promoted) == expected, pattern
-    agnostic = promote(dfa, model, "agnostic", automaton, trie).dfa
+    agnostic = language(dfa, model, "agnostic", automaton).dfa()
     assert difference(promoted, agnostic).is_empty(), pattern  # (c) agnostic contains it
-    check_shared_rows(model, automaton, trie, dfa, expected, agnostic)
-    check_on_demand(model, automaton, trie, dfa, expected)
+    check_shared_rows(model, canonical.parts, dfa, expected, agnostic)
+    check_on_demand(model, automaton, dfa, expected)
     return len(expected)
 
 
-def check_on_demand(model, automaton, trie, dfa, expected: set) -> None:
+def check_on_demand(model, automaton, dfa, expected: set) -> None:
     """(e) the on-demand form, every state expanded, accepts exactly the encodings and is trim."""
-    lazy = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa
+    lazy = language(dfa, model, automaton=automaton).on_demand()
     assert isinstance(lazy, OnDemandCanonical)
     written = lazy.to_dfa()
     assert accepted_all(written) == expected
@@ -190,7 +201,7 @@ def check_on_demand(model, automaton, trie, dfa, expected: set) -> None:
     for k in range(written.num_states):  # step without a row, and the explicit mask, agree with the row
         row = written.transitions[k]
         assert lazy.allowed_mask(k) == sum(1 << t for t in row)
-    fresh = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa
+    fresh = language(dfa, model, automaton=automaton).on_demand()
     for seq in expected:
         state = fresh.start
         for t in seq:
@@ -198,11 +209,12 @@ def check_on_demand(model, automaton, trie, dfa, expected: set) -> None:
         assert state in fresh.finals
 
 
-def check_shared_rows(model, automaton, trie, dfa, expected: set, agnostic) -> None:
+def check_shared_rows(model, parts, dfa, expected: set, agnostic) -> None:
     """(d) the shared-row form steps exactly through the encodings, is trim, and counts its arcs right."""
+    trie, automaton = parts.trie, parts.automaton
     chunked = chunked_pattern(dfa, model, chunker_or_whole(dfa, model, model.pattern))
     if not any(BOUNDARY in row for row in chunked.transitions):
-        return  # no match is cut: promote() takes the whole-match route
+        return  # no match is cut: the language takes the whole-match route
     shared = shared_canonical_subsets(chunked, trie, automaton)
     if count_strings(agnostic, 64) <= 100_000:
         spellings = accepted_all(agnostic)  # every spelling of every match
@@ -262,18 +274,16 @@ def test_small_models(preset: str, seed: int, bitsets: str, monkeypatch) -> None
     monkeypatch.setattr(canonical_module, "OWN_BITSETS_SHARE", 0.0 if bitsets == "own" else 2.0)
     model = random_byte_model(seed, alphabet=b"ab1. '\ns", num_merges=30, pattern=PRESETS[preset])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
-    trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
     for pattern in SMALL_PATTERNS:
-        check_against_encoder(model, automaton, trie, tokenizer, pattern)
+        check_against_encoder(model, Tokenizer(model), pattern, automaton)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_small_o200k_models(seed: int) -> None:
     model = random_byte_model(seed, alphabet=b"aAS1. '\n/", num_merges=30, pattern=PRESETS["o200k"])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
-    trie, tokenizer = SpellingTrie.from_model(model), Tokenizer(model)
     for pattern in SMALL_O200K_PATTERNS:
-        check_against_encoder(model, automaton, trie, tokenizer, pattern)
+        check_against_encoder(model, Tokenizer(model), pattern, automaton)
 
 
 REAL_PATTERNS = [
@@ -306,8 +316,7 @@ def real(name: str):
     sources = {"cl100k": "tiktoken/cl100k_base.tiktoken.gz", "o200k": "tiktoken/o200k_base.tiktoken.gz",
                "gpt2": "gpt2/vocab.json"}
     model = load_tokenizer(require_shared() / sources[name])
-    automaton = build_canonical(MergeForest.from_model(model), "implicit")
-    return model, automaton, SpellingTrie.from_model(model), Tokenizer(model)
+    return model, Tokenizer(model)
 
 
 def test_enough_real_patterns() -> None:
@@ -316,9 +325,9 @@ def test_enough_real_patterns() -> None:
 
 @pytest.mark.parametrize("name", ["cl100k", "o200k", "gpt2"])
 def test_real_tokenizers(name: str) -> None:
-    model, automaton, trie, tokenizer = real(name)
+    model, tokenizer = real(name)
     patterns = REAL_PATTERNS + (O200K_PATTERNS if name == "o200k" else [])
-    total = sum(check_against_encoder(model, automaton, trie, tokenizer, pattern) for pattern in patterns)
+    total = sum(check_against_encoder(model, tokenizer, pattern) for pattern in patterns)
     assert total > 10_000
 
 
@@ -328,45 +337,46 @@ ONE_CHUNK_PATTERNS = [r"(hello|help|world)", r"(hello)?", r"[a-z]{1,2}", r" (the
 
 @pytest.mark.parametrize("name", ["cl100k", "o200k", "gpt2"])
 def test_one_chunk_patterns_unchanged(name: str) -> None:
-    model, automaton, trie, _ = real(name)
+    model, _ = real(name)
     for pattern in ONE_CHUNK_PATTERNS:
         dfa = compile_regex(pattern, alphabet_for(model))
-        new = promote(dfa, model, "canonical", automaton, trie, pretokenize=True).dfa
-        old = promote(dfa, model, "canonical", automaton, trie).dfa
+        new = language(dfa, model).dfa()
+        old = language(dfa, model, pretokenize=False).dfa()
         assert equivalent(new, old), pattern
 
 
 def test_uncut_patterns_keep_canonical_direct_and_cut_ones_refuse_it() -> None:
     model = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=PRESETS["cl100k"])
     dfa = compile_regex(r"(ab|ba){1,3}", alphabet_for(model))
-    direct = promote(dfa, model, "canonical-direct", pretokenize=True).dfa
-    assert equivalent(direct, promote(dfa, model, "canonical", pretokenize=True).dfa)
+    direct = TokenLanguage(dfa, model, "canonical-direct").dfa()
+    assert equivalent(direct, TokenLanguage(dfa, model).dfa())
     with pytest.raises(BpefstError, match="canonical-direct does not model"):
-        promote(compile_regex(r"ab 1", alphabet_for(model)), model, "canonical-direct", pretokenize=True)
+        TokenLanguage(compile_regex(r"ab 1", alphabet_for(model)), model, "canonical-direct")
 
 
 def test_unsupported_patterns_are_refused() -> None:
     model = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=r"\w+|\s")
     dfa = compile_regex(r"ab", alphabet_for(model))
     with pytest.raises(BpefstError, match="custom pre-tokenization pattern.*--no-pretokenize"):
-        promote(dfa, model, "canonical", pretokenize=True)
-    assert not promote(dfa, model, "canonical", pretokenize="o200k").dfa.is_empty()  # o200k is modelled
-    assert not promote(dfa, model, "canonical").dfa.is_empty()  # the old behaviour needs no pattern rules
+        TokenLanguage(dfa, model)
+    o200k = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=PRESETS["o200k"])  # o200k is modelled
+    assert not TokenLanguage(dfa, o200k).dfa().is_empty()
+    assert not TokenLanguage(dfa, model, pretokenize=False).dfa().is_empty()  # the old behaviour needs no pattern rules
 
 
 def test_whitespace_pattern_only_when_no_match_is_cut() -> None:
     model = random_byte_model(3, alphabet=b"ab1 ", num_merges=20, pattern=PRESETS["whitespace"])
     one_word = compile_regex(r"(ab|b1){1,2}", alphabet_for(model))
-    assert equivalent(promote(one_word, model, "canonical", pretokenize=True).dfa, promote(one_word, model, "canonical").dfa)
+    assert equivalent(TokenLanguage(one_word, model).dfa(), TokenLanguage(one_word, model, pretokenize=False).dfa())
     with pytest.raises(BpefstError, match="whitespace pre-tokenizer"):
-        promote(compile_regex(r"ab a", alphabet_for(model)), model, "canonical", pretokenize=True)
+        TokenLanguage(compile_regex(r"ab a", alphabet_for(model)), model)
 
 
 def test_guided_generation_over_shared_rows() -> None:
-    """``promote(minimal=False)`` gives the shared-row form; decoding it follows cl100k's own encodings."""
-    model, automaton, trie, tokenizer = real("cl100k")
+    """``shared_rows()`` gives the shared-row form; decoding it follows cl100k's own encodings."""
+    model, tokenizer = real("cl100k")
     dfa = compile_regex(r"[А-Яа-я]{2,5}( [А-Яа-я]{2,5})?", alphabet_for(model))
-    shared = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, minimal=False).dfa
+    shared = language(dfa, model).shared_rows()
     assert isinstance(shared, SharedRowDFA)
     guided = GuidedAutomaton(shared)
     rng = random.Random(3)
@@ -383,8 +393,7 @@ def test_guided_generation_over_shared_rows() -> None:
         if spelled != ids:
             assert not shared.accepts(spelled)
     # after "hel", "lo world" or "p world", and " world" is forced at the end
-    shared = promote(compile_regex(r"(hello|help) world", alphabet_for(model)), model, "canonical", automaton, trie,
-                     pretokenize=True, minimal=False).dfa
+    shared = language(compile_regex(r"(hello|help) world", alphabet_for(model)), model).shared_rows()
     guided = GuidedAutomaton(shared)
     chains = {q: guided.forced_chain(q) for q in range(len(shared.parts)) if not shared.dead[q]}
     assert [tokenizer.decode(chain) for chain in chains.values() if chain] == [" world"]
@@ -395,12 +404,11 @@ def test_guided_generation_over_shared_rows() -> None:
 @pytest.mark.parametrize("name", ["gpt2", "cl100k"])
 def test_on_demand_rows_equal_shared_rows_on_large_patterns(name: str) -> None:
     """Patterns too large to write out: along random walks, each on-demand state has the shared-row state's arcs."""
-    model, automaton, trie, tokenizer = real(name)
+    model, tokenizer = real(name)
     rng = random.Random(5)
     for pattern in (r"[a-z0-9._]{1,12}@[a-z]{1,8}\.(com|org|net)", r'\{"name": "[A-Za-z ]{1,10}", "age": [0-9]{1,3}\}'):
         dfa = compile_regex(pattern, alphabet_for(model))
-        shared = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, minimal=False).dfa
-        lazy = promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa
+        shared, lazy = language(dfa, model).shared_rows(), language(dfa, model).on_demand()
         for _ in range(15):
             a, b = lazy.start, shared.start
             while True:
@@ -423,10 +431,10 @@ def test_on_demand_rows_equal_shared_rows_on_large_patterns(name: str) -> None:
 
 
 def test_guided_generation_on_demand() -> None:
-    """GuidedAutomaton over ``promote(on_demand=True)`` follows cl100k's own encodings of random e-mail addresses."""
-    model, automaton, trie, tokenizer = real("cl100k")
+    """GuidedAutomaton over the on-demand form follows cl100k's own encodings of random e-mail addresses."""
+    model, tokenizer = real("cl100k")
     dfa = compile_regex(r"[a-z0-9._]{1,12}@[a-z]{1,8}\.(com|org|net)", alphabet_for(model))
-    guided = GuidedAutomaton(promote(dfa, model, "canonical", automaton, trie, pretokenize=True, on_demand=True).dfa)
+    guided = GuidedAutomaton(language(dfa, model).on_demand())
     rng = random.Random(9)
     for _ in range(50):
         local = "".join(rng.choice("abcxyz09._") for _ in range(rng.randint(1, 12)))
