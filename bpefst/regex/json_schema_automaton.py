@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from itertools import groupby
 from operator import itemgetter
+from typing import NamedTuple
 
 from ..automata import DFA, NFA, determinize, minimize
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
@@ -106,9 +107,25 @@ def built_dfa(node: Built, alphabet: Alphabet, made: dict | None = None) -> DFA:
     return dfa
 
 
-def piece_profiles(dfa: DFA) -> list:
-    """Per state of ``dfa``, its arcs grouped by target: ``[(target, frozenset(symbols)), ...]`` (kept for the
-    automata copied into many translations, so that :func:`minimal` need not group a copy's arcs again)."""
+class Profile(NamedTuple):
+    """A state's arcs grouped by target, the group with the most symbols first: what :func:`minimal` compares
+    states by, and what a row is written from a group at a time (:func:`written_row`)."""
+
+    targets: tuple  # the targets, one per group
+    groups: tuple  # per target, the frozenset of symbols leading there
+    symbols: frozenset  # every symbol the state reads
+
+
+def profile_of(pairs) -> Profile:
+    """The :class:`Profile` of ``(target, frozenset(symbols))`` pairs, one per target."""
+    pairs = sorted(pairs, key=lambda pair: -len(pair[1]))
+    groups = tuple(map(_second, pairs))
+    return Profile(tuple(map(_first, pairs)), groups, frozenset().union(*groups))
+
+
+def piece_profiles(dfa: DFA) -> list[Profile]:
+    """Per state of ``dfa``, its :class:`Profile` (kept for the automata copied into many translations, so that
+    a copy's rows are written a group at a time and :func:`minimal` need not group a copy's arcs again)."""
     found = _profiles.get(id(dfa))
     if found is not None and found[0] is dfa:
         return found[1]
@@ -117,7 +134,7 @@ def piece_profiles(dfa: DFA) -> list:
     return profiles
 
 
-def remember_profiles(dfa: DFA, profiles: list) -> None:
+def remember_profiles(dfa: DFA, profiles: list[Profile]) -> None:
     global _profiled_states
     if len(_profiles) >= PROFILE_CACHE or _profiled_states > PROFILE_STATES:
         _profiles.clear()
@@ -126,8 +143,31 @@ def remember_profiles(dfa: DFA, profiles: list) -> None:
     _profiled_states += len(profiles)
 
 
-def _profile(row: dict[int, int]) -> list:
-    return [(t, frozenset(map(_first, arcs))) for t, arcs in groupby(sorted(row.items(), key=_second), _second)]
+def _profile(row: dict[int, int]) -> Profile:
+    return profile_of((t, frozenset(map(_first, arcs))) for t, arcs in groupby(sorted(row.items(), key=_second), _second))
+
+
+def written_row(row: dict[int, int], targets: tuple, groups: tuple, target_id, rename=None) -> dict[int, int]:
+    """``row`` with its targets mapped by ``target_id`` (and its symbols by ``rename``), keys in ``row``'s order;
+    ``targets`` and ``groups``: ``row``'s :class:`Profile`.
+
+    Written a group at a time: every symbol to the largest group's target
+    (``dict.fromkeys`` of a dict copies its keys without hashing them again),
+    then the other groups' symbols; a string's row of two hundred bytes into
+    a few states costs a few steps, not two hundred.
+    """
+    if not targets:
+        return {}
+    if rename is None:
+        out = dict.fromkeys(row, target_id(targets[0]))
+        for i in range(1, len(targets)):
+            out.update(dict.fromkeys(groups[i], target_id(targets[i])))
+        return out
+    to_symbol = rename.__getitem__
+    out = dict.fromkeys(map(to_symbol, row), target_id(targets[0]))
+    for i in range(1, len(targets)):
+        out.update(dict.fromkeys(map(to_symbol, groups[i]), target_id(targets[i])))
+    return out
 
 
 def _alphabet_key(alphabet: Alphabet):
@@ -216,16 +256,19 @@ class _Direct:
     def new(self, row: dict[int, int], final: bool = False) -> int:
         self.rows.append(row)
         self.finals.append(final)
-        self.arcs += len(row)
-        self.made_by[self.stack[-1]] += len(row) + 1
-        count = len(self.rows)
-        if self.max_states is not None and count > self.max_states:
+        self.counted(1, len(row))
+        return len(self.rows) - 1
+
+    def counted(self, states: int, arcs: int) -> None:
+        """Count states and arcs just added to the table against the limits."""
+        self.arcs += arcs
+        self.made_by[self.stack[-1]] += states + arcs
+        if self.max_states is not None and len(self.rows) > self.max_states:
             self.failed_at = self.stack[-1]
             raise StateLimitExceeded("the schema's automaton", self.max_states)
         if self.arcs > MAX_ARCS:
             self.failed_at = self.stack[-1]
             raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
-        return count - 1
 
     def dfa(self, node: Node, rename=None) -> DFA:
         end = self.new({}, True)
@@ -371,30 +414,31 @@ class _Direct:
 
     # -- gluing ------------------------------------------------------------------------------
     def graft(self, dfa: DFA, k: int) -> int | None:
-        """A copy of ``dfa`` in front of ``k``."""
+        """A copy of ``dfa`` in front of ``k``: its final states without arcs are ``k``, the others new states,
+        their rows written a group of arcs at a time (:func:`written_row`)."""
         transitions, finals = dfa.transitions, dfa.finals
         if not finals:
             return None
-        base = len(self.rows)
+        first = len(self.rows)
         ids = []
-        joins = []
+        kept = []  # the states copied (the others are k)
         for q, row in enumerate(transitions):
             if q in finals and not row:
                 ids.append(k)
             else:
-                ids.append(base)
-                base += 1
-                if q in finals:
-                    joins.append(q)
-        to_id = ids.__getitem__
+                ids.append(first + len(kept))
+                kept.append(q)
         local = self.made.get(("profiles", id(dfa)))
         profiles = local[1] if local is not None and local[0] is dfa else piece_profiles(dfa)
-        copied = self.copied
-        for q, row in enumerate(transitions):
-            if ids[q] != k:
-                copied[self.new(dict(zip(row, map(to_id, row.values()))))] = (profiles[q], ids)
-        for q in joins:
-            self.join(ids[q], k)
+        to_id = ids.__getitem__
+        rows = [written_row(transitions[q], profiles[q].targets, profiles[q].groups, to_id) for q in kept]
+        self.rows.extend(rows)
+        self.finals.extend(bytes(len(rows)))
+        self.copied.update((first + i, (profiles[q], ids)) for i, q in enumerate(kept))
+        self.counted(len(rows), sum(map(len, rows)))
+        for q in kept:
+            if q in finals:
+                self.join(ids[q], k)
         return ids[dfa.start]
 
     def join(self, q: int, k: int) -> None:
@@ -475,6 +519,16 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     reachable automaton goes to Hopcroft's :func:`~bpefst.automata.minimize`
     instead, whose worst case is ``O(m log n)``.
     """
+    order = _breadth_first(rows, start)
+    block_of, groups, count = _first_blocks(rows, order, finals, copied)
+    arcs = _group_arcs(rows, groups, copied)
+    if not _refine(block_of, groups, count, arcs):
+        return _hopcroft(rows, order, finals, rename)
+    return _quotient(rows, order, finals, block_of, rename, copied, arcs)
+
+
+def _breadth_first(rows: list[dict[int, int]], start: int) -> list[int]:
+    """The states ``start`` reaches, in breadth-first order."""
     order = [start]
     seen = bytearray(len(rows))
     seen[start] = 1
@@ -484,75 +538,141 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
             if not seen[r]:
                 seen[r] = 1
                 order.append(r)
+    return order
+
+
+def _first_blocks(rows, order: list[int], finals, copied) -> tuple[list[int], dict[int, set[int]], int]:
+    """The first partition, by finality and the symbols read (a copied state's from its profile):
+    each state's block, the blocks of two or more states, and the number of blocks."""
     blocks: dict[tuple, list[int]] = {}
     for q in order:
-        blocks.setdefault((bool(finals[q]), frozenset(rows[q])), []).append(q)
+        known = copied.get(q) if copied else None
+        symbols = frozenset(rows[q]) if known is None else known[0].symbols
+        blocks.setdefault((bool(finals[q]), symbols), []).append(q)
     block_of = [0] * len(rows)
-    groups: dict[int, list[int]] = {}  # blocks of two or more states
+    groups: dict[int, set[int]] = {}  # blocks of two or more states
     for i, members in enumerate(blocks.values()):
         for q in members:
             block_of[q] = i
         if len(members) > 1:
-            groups[i] = members
-    count = len(blocks)
-    profiles: dict[int, list[tuple[int, frozenset]]] = {}  # state -> (target, symbols), for states in groups
+            groups[i] = set(members)
+    return block_of, groups, len(blocks)
+
+
+def _group_arcs(rows, groups: dict[int, set[int]], copied) -> dict[int, tuple[tuple, tuple]]:
+    """Per state in a group, its :class:`Profile`'s targets (this table's states) and groups of symbols
+    (a copied state's from the copied automaton's profile, its targets renamed)."""
+    arcs: dict[int, tuple[tuple, tuple]] = {}
     for members in groups.values():
         for q in members:
-            known = copied.get(q) if copied else None
-            if known is None:
-                profiles[q] = _profile(rows[q])
-            else:
-                ids = known[1]
-                profiles[q] = [(ids[t], symbols) for t, symbols in known[0]]
-    before: dict[int, list[int]] | None = None  # state -> the states of groups with an arc into it (made at the first move)
-    budget = 24 * len(profiles) + 1000  # signatures computed before giving the work to Hopcroft
-    check = set(groups)
-    while check:
-        moved = []
-        for b in check:
-            members = groups.get(b)
-            if members is None:
-                continue
-            budget -= len(members)
-            parts: dict[frozenset, list[int]] = {}
-            for q in members:
-                where: dict[int, frozenset] = {}
-                for t, symbols in profiles[q]:
-                    c = block_of[t]
-                    seen = where.get(c)
-                    where[c] = symbols if seen is None else seen | symbols
-                parts.setdefault(frozenset(where.items()), []).append(q)
-            if len(parts) == 1:
-                continue
-            del groups[b]
-            for i, part in enumerate(parts.values()):
-                if i:  # the first part keeps the block's number; the others move to new ones
-                    for q in part:
-                        block_of[q] = count
-                    moved.extend(part)
-                    label = count
-                    count += 1
-                else:
-                    label = b
-                if len(part) > 1:
-                    groups[label] = part
+            arcs[q] = _arcs_of(q, rows, copied)
+    return arcs
+
+
+def _arcs_of(q: int, rows, copied) -> tuple[tuple, tuple]:
+    """State ``q``'s profile over this table's states: ``(targets, groups)``."""
+    known = copied.get(q) if copied else None
+    if known is None:
+        profile = _profile(rows[q])
+        return profile.targets, profile.groups
+    profile, ids = known
+    return tuple(map(ids.__getitem__, profile.targets)), profile.groups
+
+
+def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: dict[int, tuple]) -> bool:
+    """Split the groups until every block's states lead to the same blocks on the same symbols: the coarsest
+    stable partition.  False when the budget of signatures runs out first (``block_of`` is then partial).
+
+    Only a state with an arc into a state that changed block can stop being
+    like the others of its block, so a round looks at those states only (at
+    first, all of them): they are split by signature, the untouched states
+    keep the block's number, and where all were touched the largest part
+    keeps it; the states given a new number are the next round's.
+    """
+    before: dict[int, list[int]] = {}  # state -> the states of groups with an arc into it
+    for q, (targets, _) in arcs.items():
+        for t in targets:
+            before.setdefault(t, []).append(q)
+    budget = 24 * len(arcs) + 1000  # signatures computed before giving the work to Hopcroft
+    touched = {b: set(members) for b, members in groups.items()}
+    while touched:
+        moved: list[int] = []
+        for b, states in touched.items():
+            budget -= len(states)
+            count = _split(b, states, block_of, groups, arcs, count, moved)
         if budget < 0:
-            number = [0] * len(rows)
-            for i, q in enumerate(order):
-                number[q] = i
-            reachable = [dict(zip(rows[q], map(number.__getitem__, rows[q].values()))) for q in order]
-            dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
-            if rename is None:
-                return dfa
-            return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals,
-                       check=False)
-        if moved and before is None:
-            before = {}
-            for q, profile in profiles.items():
-                for t, _ in profile:
-                    before.setdefault(t, []).append(q)
-        check = {block_of[p] for q in moved for p in before.get(q, ())} if moved else set()
-    # the quotient, numbered by first appearance in the breadth-first order
+            return False
+        touched = {}
+        for q in moved:
+            for p in before.get(q, ()):
+                b = block_of[p]
+                if b in groups:
+                    touched.setdefault(b, set()).add(p)
+    return True
+
+
+def _split(b: int, states: set[int], block_of: list[int], groups: dict[int, set[int]], arcs: dict[int, tuple],
+           count: int, moved: list[int]) -> int:
+    """Split block ``b``'s touched ``states`` by signature (the rest of the block keeps its number); the
+    states numbered anew are added to ``moved``; the number of blocks after."""
+    members = groups[b]
+    parts: dict = {}
+    for q in states:
+        targets, symbols = arcs[q]
+        parts.setdefault(_signature(block_of, targets, symbols), []).append(q)
+    if len(parts) == 1 and len(states) == len(members):
+        return count
+    split = list(parts.values())
+    if len(states) == len(members):  # no untouched state: the largest part keeps the number
+        split.remove(max(split, key=len))
+    for part in split:
+        members.difference_update(part)
+        for q in part:
+            block_of[q] = count
+        moved.extend(part)
+        if len(part) > 1:
+            groups[count] = set(part)
+        count += 1
+    if len(members) < 2:
+        del groups[b]
+    return count
+
+
+def _signature(block_of: list[int], targets: tuple, symbols: tuple):
+    """The blocks a state's arcs lead to, each with its symbols: equal for the states of a block that stay
+    together.  The states of a block read the same symbols, so arcs all into one block are that block's
+    number; targets sharing a block have their symbols merged."""
+    if len(targets) == 1:
+        return block_of[targets[0]]
+    blocks = tuple(map(block_of.__getitem__, targets))
+    distinct = len(set(blocks))
+    if distinct == 1:
+        return blocks[0]
+    if distinct == len(blocks):
+        return frozenset(zip(blocks, symbols))
+    where: dict[int, frozenset] = {}
+    for c, group in zip(blocks, symbols):
+        seen = where.get(c)
+        where[c] = group if seen is None else seen | group
+    return frozenset(where.items())
+
+
+def _hopcroft(rows, order: list[int], finals, rename) -> DFA:
+    """The minimal DFA of the reachable states by Hopcroft's :func:`~bpefst.automata.minimize` (long chains of
+    equal-looking states, where the refinement's rounds would not end soon)."""
+    number = [0] * len(rows)
+    for i, q in enumerate(order):
+        number[q] = i
+    reachable = [dict(zip(rows[q], map(number.__getitem__, rows[q].values()))) for q in order]
+    dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
+    if rename is None:
+        return dfa
+    return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals, check=False)
+
+
+def _quotient(rows, order: list[int], finals, block_of: list[int], rename, copied, arcs) -> DFA:
+    """The automaton of the blocks, numbered by first appearance in the breadth-first order; a block's row is
+    its first state's, written a group of arcs at a time (:func:`written_row`)."""
     new_id: dict[int, int] = {}
     keep = []
     for q in order:
@@ -564,11 +684,10 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     for q in order:
         ids[q] = new_id[block_of[q]]
     to_id = ids.__getitem__
-    if rename is None:
-        out = [dict(zip(rows[q], map(to_id, rows[q].values()))) for q in keep]
-    else:
-        to_symbol = rename.__getitem__
-        out = [dict(zip(map(to_symbol, rows[q]), map(to_id, rows[q].values()))) for q in keep]
+    out = []
+    for q in keep:
+        targets, groups = arcs.get(q) or _arcs_of(q, rows, copied)
+        out.append(written_row(rows[q], targets, groups, to_id, rename))
     return DFA(out, 0, frozenset(i for i, q in enumerate(keep) if finals[q]), check=False)
 
 
