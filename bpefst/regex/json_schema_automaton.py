@@ -108,19 +108,22 @@ def built_dfa(node: Built, alphabet: Alphabet, made: dict | None = None) -> DFA:
 
 
 class Profile(NamedTuple):
-    """A state's arcs grouped by target, the group with the most symbols first: what :func:`minimal` compares
-    states by, and what a row is written from a group at a time (:func:`written_row`)."""
+    """A state's arcs grouped by target: what :func:`minimal` compares states by, and what a row is written
+    from a group at a time (:func:`written_row`).  (:func:`minimal` keeps the same fields in a plain tuple.)"""
 
-    targets: tuple  # the targets, one per group
+    targets: tuple  # the targets, in the order of their first arc in the row
     groups: tuple  # per target, the frozenset of symbols leading there
     symbols: frozenset  # every symbol the state reads
+    lowest: tuple  # per target, the smallest symbol leading there
+    widest: int  # the index of the group with the most symbols
 
 
-def profile_of(pairs) -> Profile:
-    """The :class:`Profile` of ``(target, frozenset(symbols))`` pairs, one per target."""
-    pairs = sorted(pairs, key=lambda pair: -len(pair[1]))
-    groups = tuple(map(_second, pairs))
-    return Profile(tuple(map(_first, pairs)), groups, frozenset().union(*groups))
+def profile_of(row: dict[int, int], groups_by_target: dict[int, frozenset]) -> Profile:
+    """The :class:`Profile` of ``row``, its arcs grouped by target in ``groups_by_target``."""
+    targets = tuple(dict.fromkeys(row.values()))
+    groups = tuple(map(groups_by_target.__getitem__, targets))
+    sizes = list(map(len, groups))
+    return Profile(targets, groups, frozenset(row), tuple(map(min, groups)), sizes.index(max(sizes)) if sizes else 0)
 
 
 def piece_profiles(dfa: DFA) -> list[Profile]:
@@ -144,29 +147,27 @@ def remember_profiles(dfa: DFA, profiles: list[Profile]) -> None:
 
 
 def _profile(row: dict[int, int]) -> Profile:
-    return profile_of((t, frozenset(map(_first, arcs))) for t, arcs in groupby(sorted(row.items(), key=_second), _second))
+    return profile_of(row, {t: frozenset(map(_first, arcs)) for t, arcs in groupby(sorted(row.items(), key=_second), _second)})
 
 
-def written_row(row: dict[int, int], targets: tuple, groups: tuple, target_id, rename=None) -> dict[int, int]:
+def written_row(row: dict[int, int], profile: tuple, target_id, rename=None) -> dict[int, int]:
     """``row`` with its targets mapped by ``target_id`` (and its symbols by ``rename``), keys in ``row``'s order;
-    ``targets`` and ``groups``: ``row``'s :class:`Profile`.
+    ``profile``: ``row``'s :class:`Profile` (or the same fields in a tuple).
 
-    Written a group at a time: every symbol to the largest group's target
+    Written a group at a time: every symbol to the widest group's target
     (``dict.fromkeys`` of a dict copies its keys without hashing them again),
     then the other groups' symbols; a string's row of two hundred bytes into
     a few states costs a few steps, not two hundred.
     """
+    targets, groups, _, _, widest = profile
     if not targets:
         return {}
-    if rename is None:
-        out = dict.fromkeys(row, target_id(targets[0]))
-        for i in range(1, len(targets)):
-            out.update(dict.fromkeys(groups[i], target_id(targets[i])))
-        return out
-    to_symbol = rename.__getitem__
-    out = dict.fromkeys(map(to_symbol, row), target_id(targets[0]))
-    for i in range(1, len(targets)):
-        out.update(dict.fromkeys(map(to_symbol, groups[i]), target_id(targets[i])))
+    keys = row if rename is None else map(rename.__getitem__, row)
+    out = dict.fromkeys(keys, target_id(targets[widest]))
+    for i, target in enumerate(targets):
+        if i != widest:
+            group = groups[i] if rename is None else map(rename.__getitem__, groups[i])
+            out.update(dict.fromkeys(group, target_id(target)))
     return out
 
 
@@ -431,7 +432,7 @@ class _Direct:
         local = self.made.get(("profiles", id(dfa)))
         profiles = local[1] if local is not None and local[0] is dfa else piece_profiles(dfa)
         to_id = ids.__getitem__
-        rows = [written_row(transitions[q], profiles[q].targets, profiles[q].groups, to_id) for q in kept]
+        rows = [written_row(transitions[q], profiles[q], to_id) for q in kept]
         self.rows.extend(rows)
         self.finals.extend(bytes(len(rows)))
         self.copied.update((first + i, (profiles[q], ids)) for i, q in enumerate(kept))
@@ -519,37 +520,68 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     reachable automaton goes to Hopcroft's :func:`~bpefst.automata.minimize`
     instead, whose worst case is ``O(m log n)``.
     """
-    order = _breadth_first(rows, start)
-    block_of, groups, count = _first_blocks(rows, order, finals, copied)
-    arcs = _group_arcs(rows, groups, copied)
+    order, arcs = _reachable(rows, start, copied)
+    words = _shortest_words(order, arcs, finals, len(rows))
+    block_of, groups, count = _first_blocks(order, arcs, words, len(rows))
     if not _refine(block_of, groups, count, arcs):
         return _hopcroft(rows, order, finals, rename)
-    return _quotient(rows, order, finals, block_of, rename, copied, arcs)
+    return _quotient(rows, order, finals, block_of, rename, arcs)
 
 
-def _breadth_first(rows: list[dict[int, int]], start: int) -> list[int]:
-    """The states ``start`` reaches, in breadth-first order."""
+def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int], dict[int, tuple]]:
+    """The states ``start`` reaches, in breadth-first order, and each one's :class:`Profile` over this table's
+    states (a plain tuple; a copied state's from the copied automaton's, its targets renamed)."""
     order = [start]
+    arcs = {}
     seen = bytearray(len(rows))
     seen[start] = 1
     for q in order:  # grows while we iterate: breadth-first
-        row = rows[q]
-        for r in (set(row.values()) if len(row) > 4 else row.values()):
+        known = copied.get(q) if copied else None
+        if known is None:
+            profile = arcs[q] = _profile(rows[q])
+        else:
+            profile, ids = known
+            profile = arcs[q] = (tuple(map(ids.__getitem__, profile.targets)), *profile[1:])
+        for r in (set(profile[0]) if len(rows[q]) > 4 else profile[0]):  # the order of set(row.values()), as before
             if not seen[r]:
                 seen[r] = 1
                 order.append(r)
-    return order
+    return order, arcs
 
 
-def _first_blocks(rows, order: list[int], finals, copied) -> tuple[list[int], dict[int, set[int]], int]:
-    """The first partition, by finality and the symbols read (a copied state's from its profile):
-    each state's block, the blocks of two or more states, and the number of blocks."""
+def _shortest_words(order: list[int], arcs: dict[int, tuple], finals, size: int) -> list:
+    """Per state, a number naming the first in length-then-symbols order of the words it accepts (None where
+    none): equal for equivalent states, so a first partition much closer to the final one than finality
+    alone (the refinement's rounds are what minimizing costs).  Found from the final states backwards,
+    a length at a time: a state's word is its smallest symbol into a state of the previous length, then that
+    state's word."""
+    before: list[list[int]] = [[] for _ in range(size)]
+    for q in order:
+        for t in arcs[q][0]:
+            before[t].append(q)
+    words: list = [None] * size
+    layer = [q for q in order if finals[q]]
+    for q in layer:
+        words[q] = 0
+    named: dict[tuple, int] = {}  # (symbol, the rest's number) -> number
+    while layer:
+        done = set(layer)
+        nxt = {p for q in layer for p in before[q] if words[p] is None}
+        for p in nxt:
+            targets, _, _, lowest, _ = arcs[p]
+            symbol, target = min((low, t) for t, low in zip(targets, lowest) if t in done)
+            words[p] = named.setdefault((symbol, words[target]), len(named) + 1)
+        layer = list(nxt)
+    return words
+
+
+def _first_blocks(order: list[int], arcs: dict[int, tuple], words: list, size: int) -> tuple[list[int], dict[int, set[int]], int]:
+    """The first partition, by the symbols read and the first word accepted (which says whether the state is
+    final): each state's block, the blocks of two or more states, and the number of blocks."""
     blocks: dict[tuple, list[int]] = {}
     for q in order:
-        known = copied.get(q) if copied else None
-        symbols = frozenset(rows[q]) if known is None else known[0].symbols
-        blocks.setdefault((bool(finals[q]), symbols), []).append(q)
-    block_of = [0] * len(rows)
+        blocks.setdefault((arcs[q][2], words[q]), []).append(q)
+    block_of = [0] * size
     groups: dict[int, set[int]] = {}  # blocks of two or more states
     for i, members in enumerate(blocks.values()):
         for q in members:
@@ -557,26 +589,6 @@ def _first_blocks(rows, order: list[int], finals, copied) -> tuple[list[int], di
         if len(members) > 1:
             groups[i] = set(members)
     return block_of, groups, len(blocks)
-
-
-def _group_arcs(rows, groups: dict[int, set[int]], copied) -> dict[int, tuple[tuple, tuple]]:
-    """Per state in a group, its :class:`Profile`'s targets (this table's states) and groups of symbols
-    (a copied state's from the copied automaton's profile, its targets renamed)."""
-    arcs: dict[int, tuple[tuple, tuple]] = {}
-    for members in groups.values():
-        for q in members:
-            arcs[q] = _arcs_of(q, rows, copied)
-    return arcs
-
-
-def _arcs_of(q: int, rows, copied) -> tuple[tuple, tuple]:
-    """State ``q``'s profile over this table's states: ``(targets, groups)``."""
-    known = copied.get(q) if copied else None
-    if known is None:
-        profile = _profile(rows[q])
-        return profile.targets, profile.groups
-    profile, ids = known
-    return tuple(map(ids.__getitem__, profile.targets)), profile.groups
 
 
 def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: dict[int, tuple]) -> bool:
@@ -590,10 +602,11 @@ def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: 
     keeps it; the states given a new number are the next round's.
     """
     before: dict[int, list[int]] = {}  # state -> the states of groups with an arc into it
-    for q, (targets, _) in arcs.items():
-        for t in targets:
-            before.setdefault(t, []).append(q)
-    budget = 24 * len(arcs) + 1000  # signatures computed before giving the work to Hopcroft
+    for members in groups.values():
+        for q in members:
+            for t in arcs[q][0]:
+                before.setdefault(t, []).append(q)
+    budget = 24 * sum(map(len, groups.values())) + 1000  # signatures computed before giving the work to Hopcroft
     touched = {b: set(members) for b, members in groups.items()}
     while touched:
         moved: list[int] = []
@@ -618,7 +631,7 @@ def _split(b: int, states: set[int], block_of: list[int], groups: dict[int, set[
     members = groups[b]
     parts: dict = {}
     for q in states:
-        targets, symbols = arcs[q]
+        targets, symbols = arcs[q][:2]
         parts.setdefault(_signature(block_of, targets, symbols), []).append(q)
     if len(parts) == 1 and len(states) == len(members):
         return count
@@ -670,7 +683,7 @@ def _hopcroft(rows, order: list[int], finals, rename) -> DFA:
     return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals, check=False)
 
 
-def _quotient(rows, order: list[int], finals, block_of: list[int], rename, copied, arcs) -> DFA:
+def _quotient(rows, order: list[int], finals, block_of: list[int], rename, arcs: dict[int, tuple]) -> DFA:
     """The automaton of the blocks, numbered by first appearance in the breadth-first order; a block's row is
     its first state's, written a group of arcs at a time (:func:`written_row`)."""
     new_id: dict[int, int] = {}
@@ -684,10 +697,7 @@ def _quotient(rows, order: list[int], finals, block_of: list[int], rename, copie
     for q in order:
         ids[q] = new_id[block_of[q]]
     to_id = ids.__getitem__
-    out = []
-    for q in keep:
-        targets, groups = arcs.get(q) or _arcs_of(q, rows, copied)
-        out.append(written_row(rows[q], targets, groups, to_id, rename))
+    out = [written_row(rows[q], arcs[q], to_id, rename) for q in keep]
     return DFA(out, 0, frozenset(i for i, q in enumerate(keep) if finals[q]), check=False)
 
 

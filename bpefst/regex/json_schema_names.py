@@ -104,7 +104,7 @@ def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
             grouped = [(target, symbols - out) for target, symbols in zip(general_profile.targets, general_profile.groups)
                        if not symbols <= out]
             grouped += [(target, frozenset((symbol,))) for symbol, target in moved.items() if target is not None]
-            profiles[state] = profile_of(grouped)
+            profiles[state] = profile_of(row, dict(grouped))
         else:
             profiles[state] = general_profiles[g]
         if g in general.finals and t not in ends:
