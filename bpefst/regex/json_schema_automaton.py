@@ -234,7 +234,7 @@ class _Direct:
         self.stack: list[str] = [""]  # pointers of the nodes being built, innermost last
         self.made_by: Counter = Counter()  # pointer -> states and arcs made while it was the innermost schema
         self.failed_at = ""
-        self.rows: list[dict[int, int]] = []
+        self.rows: list[dict[int, int] | None] = []  # None: a copied state's row, written when first read (row())
         self.finals = bytearray()
         self.arcs = 0
         self.memo: dict[tuple[int, int], int | None] = {}  # (id(node), continuation) -> start
@@ -244,7 +244,8 @@ class _Direct:
         self.spelled: dict[str, tuple | None] = {}
         self.made: dict = {}
         self.nullable_memo: dict[int, bool] = {}
-        self.copied: dict[int, tuple[list, list]] = {}  # state -> (the copied state's piece profile, the copy's ids)
+        # state -> (the copied state's profile, the copy's ids, the copied state's row), while its row is the copy's
+        self.copied: dict[int, tuple[Profile, list, dict]] = {}
 
     def pointer(self) -> str:
         """Where a limit was hit: the innermost schema being built then, or (at the top) the one that made the
@@ -270,6 +271,14 @@ class _Direct:
         if self.arcs > MAX_ARCS:
             self.failed_at = self.stack[-1]
             raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
+
+    def row(self, q: int) -> dict[int, int]:
+        """State ``q``'s row, written now if ``q`` is a copied state whose row no one has read yet."""
+        row = self.rows[q]
+        if row is None:
+            profile, ids, source = self.copied[q]
+            row = self.rows[q] = written_row(source, profile, ids.__getitem__)
+        return row
 
     def dfa(self, node: Node, rename=None) -> DFA:
         end = self.new({}, True)
@@ -356,14 +365,14 @@ class _Direct:
         self.waiting[state] = []
         first = self.sequence(parts, state)
         if first is None:
-            row, final = dict(self.rows[k]), self.finals[k]
+            row, final = dict(self.row(k)), self.finals[k]
         elif first in self.unfinished:
             raise _NotDirect()
-        elif self.rows[first].keys().isdisjoint(self.rows[k]):
-            row, final = {**self.rows[k], **self.rows[first]}, self.finals[k]
+        elif self.row(first).keys().isdisjoint(self.row(k)):
+            row, final = {**self.row(k), **self.row(first)}, self.finals[k]
         else:  # both start alike (whitespace before the comma and before the closing bracket)
             joined = self.union([first, k])
-            row, final = dict(self.rows[joined]), self.finals[joined]
+            row, final = dict(self.row(joined)), self.finals[joined]
         self.rows[state] = row
         self.arcs += len(row)
         self.made_by[self.stack[-1]] += len(row)
@@ -415,8 +424,12 @@ class _Direct:
 
     # -- gluing ------------------------------------------------------------------------------
     def graft(self, dfa: DFA, k: int) -> int | None:
-        """A copy of ``dfa`` in front of ``k``: its final states without arcs are ``k``, the others new states,
-        their rows written a group of arcs at a time (:func:`written_row`)."""
+        """A copy of ``dfa`` in front of ``k``: its final states without arcs are ``k``, the others new states.
+
+        A copied state's row is written only when something reads it (:meth:`row`:
+        a union, a join, a loop; most rows of a copy are never read); the
+        minimization reads the copied automaton's profiles and rows instead.
+        """
         transitions, finals = dfa.transitions, dfa.finals
         if not finals:
             return None
@@ -431,12 +444,10 @@ class _Direct:
                 kept.append(q)
         local = self.made.get(("profiles", id(dfa)))
         profiles = local[1] if local is not None and local[0] is dfa else piece_profiles(dfa)
-        to_id = ids.__getitem__
-        rows = [written_row(transitions[q], profiles[q], to_id) for q in kept]
-        self.rows.extend(rows)
-        self.finals.extend(bytes(len(rows)))
-        self.copied.update((first + i, (profiles[q], ids)) for i, q in enumerate(kept))
-        self.counted(len(rows), sum(map(len, rows)))
+        self.rows.extend([None] * len(kept))
+        self.finals.extend(bytes(len(kept)))
+        self.copied.update((first + i, (profiles[q], ids, transitions[q])) for i, q in enumerate(kept))
+        self.counted(len(kept), dfa.num_arcs)  # the states left out have no arcs
         for q in kept:
             if q in finals:
                 self.join(ids[q], k)
@@ -444,12 +455,13 @@ class _Direct:
 
     def join(self, q: int, k: int) -> None:
         """State ``q`` also goes on as ``k`` does (``q`` is a final state of a copied DFA)."""
+        self.row(q)
         self.copied.pop(q, None)  # its arcs are no longer the copied state's
         if k in self.unfinished:  # a loop's state, filled in later
             self.waiting[k].append(q)
             self.unfinished.add(q)
             return
-        row, more = self.rows[q], self.rows[k]
+        row, more = self.rows[q], self.row(k)
         if not row.keys().isdisjoint(more):
             # the copy may go on where the continuation starts (whitespace after a nullable whitespace leaf):
             # the joined arcs would need the other copied states' joined arcs first, so the NFA route builds it
@@ -480,7 +492,7 @@ class _Direct:
             final = False
             for q in subset:
                 final = final or finals[q]
-                for symbol, target in rows[q].items():
+                for symbol, target in self.row(q).items():
                     mine = row.get(symbol)
                     if mine is None:
                         row[symbol] = target
@@ -524,8 +536,8 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     words = _shortest_words(order, arcs, finals, len(rows))
     block_of, groups, count = _first_blocks(order, arcs, words, len(rows))
     if not _refine(block_of, groups, count, arcs):
-        return _hopcroft(rows, order, finals, rename)
-    return _quotient(rows, order, finals, block_of, rename, arcs)
+        return _hopcroft(rows, order, finals, rename, copied, arcs)
+    return _quotient(rows, order, finals, block_of, rename, copied, arcs)
 
 
 def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int], dict[int, tuple]]:
@@ -540,9 +552,9 @@ def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int
         if known is None:
             profile = arcs[q] = _profile(rows[q])
         else:
-            profile, ids = known
+            profile, ids, _ = known
             profile = arcs[q] = (tuple(map(ids.__getitem__, profile.targets)), *profile[1:])
-        for r in (set(profile[0]) if len(rows[q]) > 4 else profile[0]):  # the order of set(row.values()), as before
+        for r in (set(profile[0]) if len(profile[2]) > 4 else profile[0]):  # the order of set(row.values()), as before
             if not seen[r]:
                 seen[r] = 1
                 order.append(r)
@@ -670,20 +682,20 @@ def _signature(block_of: list[int], targets: tuple, symbols: tuple):
     return frozenset(where.items())
 
 
-def _hopcroft(rows, order: list[int], finals, rename) -> DFA:
+def _hopcroft(rows, order: list[int], finals, rename, copied, arcs: dict[int, tuple]) -> DFA:
     """The minimal DFA of the reachable states by Hopcroft's :func:`~bpefst.automata.minimize` (long chains of
     equal-looking states, where the refinement's rounds would not end soon)."""
     number = [0] * len(rows)
     for i, q in enumerate(order):
         number[q] = i
-    reachable = [dict(zip(rows[q], map(number.__getitem__, rows[q].values()))) for q in order]
+    reachable = [written_row(_row_of(q, rows, copied), arcs[q], number.__getitem__) for q in order]
     dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
     if rename is None:
         return dfa
     return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals, check=False)
 
 
-def _quotient(rows, order: list[int], finals, block_of: list[int], rename, arcs: dict[int, tuple]) -> DFA:
+def _quotient(rows, order: list[int], finals, block_of: list[int], rename, copied, arcs: dict[int, tuple]) -> DFA:
     """The automaton of the blocks, numbered by first appearance in the breadth-first order; a block's row is
     its first state's, written a group of arcs at a time (:func:`written_row`)."""
     new_id: dict[int, int] = {}
@@ -697,8 +709,15 @@ def _quotient(rows, order: list[int], finals, block_of: list[int], rename, arcs:
     for q in order:
         ids[q] = new_id[block_of[q]]
     to_id = ids.__getitem__
-    out = [written_row(rows[q], arcs[q], to_id, rename) for q in keep]
+    out = [written_row(_row_of(q, rows, copied), arcs[q], to_id, rename) for q in keep]
     return DFA(out, 0, frozenset(i for i, q in enumerate(keep) if finals[q]), check=False)
+
+
+def _row_of(q: int, rows, copied) -> dict[int, int]:
+    """State ``q``'s row, or (a copied state's row not written yet) its copied state's: the same symbols in the
+    same order, its targets those of ``q``'s profile."""
+    row = rows[q]
+    return copied[q][2] if row is None else row
 
 
 def spell(text: str, alphabet: Alphabet) -> tuple | None:
