@@ -147,19 +147,23 @@ def remember_profiles(dfa: DFA, profiles: list[Profile]) -> None:
 
 
 def _profile(row: dict[int, int]) -> Profile:
+    if len(row) == 1:  # most rows built here: a literal's
+        ((symbol, target),) = row.items()
+        symbols = frozenset(row)
+        return Profile((target,), (symbols,), symbols, (symbol,), 0)
     return profile_of(row, {t: frozenset(map(_first, arcs)) for t, arcs in groupby(sorted(row.items(), key=_second), _second)})
 
 
-def written_row(row: dict[int, int], profile: tuple, target_id, rename=None) -> dict[int, int]:
+def written_row(row: dict[int, int], targets: tuple, profile: Profile, target_id, rename=None) -> dict[int, int]:
     """``row`` with its targets mapped by ``target_id`` (and its symbols by ``rename``), keys in ``row``'s order;
-    ``profile``: ``row``'s :class:`Profile` (or the same fields in a tuple).
+    ``profile``: ``row``'s :class:`Profile`, ``targets``: its targets (or the states that stand for them).
 
     Written a group at a time: every symbol to the widest group's target
     (``dict.fromkeys`` of a dict copies its keys without hashing them again),
     then the other groups' symbols; a string's row of two hundred bytes into
     a few states costs a few steps, not two hundred.
     """
-    targets, groups, _, _, widest = profile
+    _, groups, _, _, widest = profile
     if not targets:
         return {}
     keys = row if rename is None else map(rename.__getitem__, row)
@@ -277,7 +281,7 @@ class _Direct:
         row = self.rows[q]
         if row is None:
             profile, ids, source = self.copied[q]
-            row = self.rows[q] = written_row(source, profile, ids.__getitem__)
+            row = self.rows[q] = written_row(source, profile.targets, profile, ids.__getitem__)
         return row
 
     def dfa(self, node: Node, rename=None) -> DFA:
@@ -541,20 +545,23 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
 
 
 def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int], dict[int, tuple]]:
-    """The states ``start`` reaches, in breadth-first order, and each one's :class:`Profile` over this table's
-    states (a plain tuple; a copied state's from the copied automaton's, its targets renamed)."""
+    """The states ``start`` reaches, in breadth-first order, and each one's ``(targets, profile)``: its
+    :class:`Profile` and the targets in this table (a copied state's profile is its copied state's)."""
     order = [start]
     arcs = {}
     seen = bytearray(len(rows))
     seen[start] = 1
+    copied = copied or {}
     for q in order:  # grows while we iterate: breadth-first
-        known = copied.get(q) if copied else None
+        known = copied.get(q)
         if known is None:
-            profile = arcs[q] = _profile(rows[q])
+            profile = _profile(rows[q])
+            targets = profile.targets
         else:
             profile, ids, _ = known
-            profile = arcs[q] = (tuple(map(ids.__getitem__, profile.targets)), *profile[1:])
-        for r in (set(profile[0]) if len(profile[2]) > 4 else profile[0]):  # the order of set(row.values()), as before
+            targets = tuple(map(ids.__getitem__, profile.targets))
+        arcs[q] = (targets, profile)
+        for r in (set(targets) if len(profile.symbols) > 4 else targets):  # the order of set(row.values()), as before
             if not seen[r]:
                 seen[r] = 1
                 order.append(r)
@@ -580,8 +587,11 @@ def _shortest_words(order: list[int], arcs: dict[int, tuple], finals, size: int)
         done = set(layer)
         nxt = {p for q in layer for p in before[q] if words[p] is None}
         for p in nxt:
-            targets, _, _, lowest, _ = arcs[p]
-            symbol, target = min((low, t) for t, low in zip(targets, lowest) if t in done)
+            targets, profile = arcs[p]
+            if len(targets) == 1:
+                symbol, target = profile.lowest[0], targets[0]
+            else:
+                symbol, target = min((low, t) for t, low in zip(targets, profile.lowest) if t in done)
             words[p] = named.setdefault((symbol, words[target]), len(named) + 1)
         layer = list(nxt)
     return words
@@ -592,7 +602,7 @@ def _first_blocks(order: list[int], arcs: dict[int, tuple], words: list, size: i
     final): each state's block, the blocks of two or more states, and the number of blocks."""
     blocks: dict[tuple, list[int]] = {}
     for q in order:
-        blocks.setdefault((arcs[q][2], words[q]), []).append(q)
+        blocks.setdefault((arcs[q][1].symbols, words[q]), []).append(q)
     block_of = [0] * size
     groups: dict[int, set[int]] = {}  # blocks of two or more states
     for i, members in enumerate(blocks.values()):
@@ -643,8 +653,8 @@ def _split(b: int, states: set[int], block_of: list[int], groups: dict[int, set[
     members = groups[b]
     parts: dict = {}
     for q in states:
-        targets, symbols = arcs[q][:2]
-        parts.setdefault(_signature(block_of, targets, symbols), []).append(q)
+        targets, profile = arcs[q]
+        parts.setdefault(_signature(block_of, targets, profile.groups), []).append(q)
     if len(parts) == 1 and len(states) == len(members):
         return count
     split = list(parts.values())
@@ -688,7 +698,7 @@ def _hopcroft(rows, order: list[int], finals, rename, copied, arcs: dict[int, tu
     number = [0] * len(rows)
     for i, q in enumerate(order):
         number[q] = i
-    reachable = [written_row(_row_of(q, rows, copied), arcs[q], number.__getitem__) for q in order]
+    reachable = [written_row(_row_of(q, rows, copied), *arcs[q], number.__getitem__) for q in order]
     dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
     if rename is None:
         return dfa
@@ -709,7 +719,7 @@ def _quotient(rows, order: list[int], finals, block_of: list[int], rename, copie
     for q in order:
         ids[q] = new_id[block_of[q]]
     to_id = ids.__getitem__
-    out = [written_row(_row_of(q, rows, copied), arcs[q], to_id, rename) for q in keep]
+    out = [written_row(_row_of(q, rows, copied), *arcs[q], to_id, rename) for q in keep]
     return DFA(out, 0, frozenset(i for i, q in enumerate(keep) if finals[q]), check=False)
 
 
