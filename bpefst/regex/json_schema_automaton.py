@@ -163,6 +163,8 @@ def written_row(row: dict[int, int], targets: tuple, profile: Profile, target_id
     then the other groups' symbols; a string's row of two hundred bytes into
     a few states costs a few steps, not two hundred.
     """
+    if len(targets) == 1 and rename is None:  # most rows
+        return dict.fromkeys(row, target_id(targets[0]))
     _, groups, _, _, widest = profile
     if not targets:
         return {}
@@ -524,31 +526,34 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     numbered breadth-first; ``rename`` maps symbols to the ones the result uses.
 
     Every stored state must reach a final state (the construction keeps only
-    such states), so two equivalent states are final alike and read the same
-    symbols: states start in blocks by finality and the set of symbols they
-    read.  Blocks of several states are then split by where their arcs lead
-    (Moore's refinement; a state's arcs grouped by target once, so a row of
-    two hundred bytes into three states costs three steps a round), and only
-    blocks with an arc into a state that moved are looked at again, until no
-    block splits: the coarsest stable partition, i.e. the minimal automaton.
-    The construction's automata are nearly minimal, so this settles in a few
-    rounds; past a budget of rounds (long chains of equal-looking states) the
-    reachable automaton goes to Hopcroft's :func:`~bpefst.automata.minimize`
-    instead, whose worst case is ``O(m log n)``.
+    such states), so two equivalent states read the same symbols and accept
+    the same first word (in length-then-symbols order): states start in
+    blocks by both, which leaves most states alone in theirs.  Blocks of
+    several states are then split by where their arcs lead (Moore's
+    refinement on a state's arcs grouped by target, so a row of two hundred
+    bytes into three states costs three steps; only states with an arc into
+    a state that moved are looked at again), until no block splits: the
+    coarsest stable partition, i.e. the minimal automaton.  Past a budget of
+    rounds (long chains of equal-looking states) the reachable automaton goes
+    to Hopcroft's :func:`~bpefst.automata.minimize` instead, whose worst case
+    is ``O(m log n)``.  ``copied`` (:class:`_Direct`'s): the states whose
+    profiles and rows are a copied automaton's.
     """
-    order, arcs = _reachable(rows, start, copied)
-    words = _shortest_words(order, arcs, finals, len(rows))
+    order, arcs, before = _reachable(rows, start, copied)
+    words = _shortest_words(order, arcs, before, finals, len(rows))
     block_of, groups, count = _first_blocks(order, arcs, words, len(rows))
-    if not _refine(block_of, groups, count, arcs):
+    if not _refine(block_of, groups, count, arcs, before):
         return _hopcroft(rows, order, finals, rename, copied, arcs)
     return _quotient(rows, order, finals, block_of, rename, copied, arcs)
 
 
-def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int], dict[int, tuple]]:
-    """The states ``start`` reaches, in breadth-first order, and each one's ``(targets, profile)``: its
-    :class:`Profile` and the targets in this table (a copied state's profile is its copied state's)."""
+def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int], dict[int, tuple], dict[int, list]]:
+    """The states ``start`` reaches, in breadth-first order; each one's ``(targets, profile)``: its
+    :class:`Profile` and the targets in this table (a copied state's profile is its copied state's); and each
+    one's predecessors (a state with several arcs into it may be listed several times)."""
     order = [start]
     arcs = {}
+    before: dict[int, list[int]] = {start: []}
     seen = bytearray(len(rows))
     seen[start] = 1
     copied = copied or {}
@@ -562,22 +567,21 @@ def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int
             targets = tuple(map(ids.__getitem__, profile.targets))
         arcs[q] = (targets, profile)
         for r in (set(targets) if len(profile.symbols) > 4 else targets):  # the order of set(row.values()), as before
-            if not seen[r]:
+            if seen[r]:
+                before[r].append(q)
+            else:
                 seen[r] = 1
                 order.append(r)
-    return order, arcs
+                before[r] = [q]
+    return order, arcs, before
 
 
-def _shortest_words(order: list[int], arcs: dict[int, tuple], finals, size: int) -> list:
+def _shortest_words(order: list[int], arcs: dict[int, tuple], before: dict[int, list], finals, size: int) -> list:
     """Per state, a number naming the first in length-then-symbols order of the words it accepts (None where
     none): equal for equivalent states, so a first partition much closer to the final one than finality
     alone (the refinement's rounds are what minimizing costs).  Found from the final states backwards,
     a length at a time: a state's word is its smallest symbol into a state of the previous length, then that
     state's word."""
-    before: list[list[int]] = [[] for _ in range(size)]
-    for q in order:
-        for t in arcs[q][0]:
-            before[t].append(q)
     words: list = [None] * size
     layer = [q for q in order if finals[q]]
     for q in layer:
@@ -613,7 +617,8 @@ def _first_blocks(order: list[int], arcs: dict[int, tuple], words: list, size: i
     return block_of, groups, len(blocks)
 
 
-def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: dict[int, tuple]) -> bool:
+def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: dict[int, tuple],
+            before: dict[int, list]) -> bool:
     """Split the groups until every block's states lead to the same blocks on the same symbols: the coarsest
     stable partition.  False when the budget of signatures runs out first (``block_of`` is then partial).
 
@@ -623,11 +628,6 @@ def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: 
     keep the block's number, and where all were touched the largest part
     keeps it; the states given a new number are the next round's.
     """
-    before: dict[int, list[int]] = {}  # state -> the states of groups with an arc into it
-    for members in groups.values():
-        for q in members:
-            for t in arcs[q][0]:
-                before.setdefault(t, []).append(q)
     budget = 24 * sum(map(len, groups.values())) + 1000  # signatures computed before giving the work to Hopcroft
     touched = {b: set(members) for b, members in groups.items()}
     while touched:
