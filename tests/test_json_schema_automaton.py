@@ -181,14 +181,16 @@ def _random_trim_table(rng: random.Random, size: int, symbols: int):
 def _inflated(rng: random.Random, rows, finals, live, copies: int):
     """Each state as ``copies`` equivalent states, each arc into a random copy of its target."""
     big = [{a: t * copies + rng.randrange(copies) for a, t in row.items()} for row in rows for _ in range(copies)]
-    return big, bytearray(f for f in finals for _ in range(copies)), [q * copies + c for q in live for c in range(copies)]
+    big_finals = bytearray(f for f in finals for _ in range(copies))
+    return big, big_finals, [q * copies + c for q in live for c in range(copies)]
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_minimal_gives_the_minimal_automaton(seed):
     # few symbols and many states, copied: many equivalent states, and long chains told apart late
     rng = random.Random(seed)
-    rows, finals, live = _inflated(rng, *_random_trim_table(rng, rng.randint(2, 40), rng.randint(1, 4)), rng.randint(1, 4))
+    table = _random_trim_table(rng, rng.randint(2, 40), rng.randint(1, 4))
+    rows, finals, live = _inflated(rng, *table, rng.randint(1, 4))
     if not live:
         return
     start = rng.choice(live)

@@ -17,7 +17,9 @@ construction:
   without arcs *is* the continuation (arcs into it go there), a final state
   with arcs (a number, which may go on) also takes the continuation's arcs
   (they must read other symbols; where they do not, as whitespace around
-  whitespace, the older route below builds the graph);
+  whitespace, the older route below builds the graph); a copied state's
+  row is written only if the construction reads it (most are not: the
+  minimization reads the copied automaton's rows and profiles);
 * a union starts in a state whose arcs are the union of the branches'; where
   two branches read the same symbol (two objects, two strings) the targets
   are joined the same way, a subset construction confined to where the
@@ -35,7 +37,9 @@ continuation read the same symbol (``whitespace > 0``), the whole graph is
 built the older way instead: one NFA, determinized.  Both ways count states
 and arcs as they go and stop with :class:`StateLimitExceeded` /
 :class:`ArcLimitExceeded` (the translator names the JSON pointer being built).
-The result is minimized once.
+The result is minimized once (:func:`minimal`: the construction is nearly
+minimal, so most states are told apart by the symbols they read and the
+first word they accept before any refinement).
 """
 
 from __future__ import annotations
@@ -109,7 +113,7 @@ def built_dfa(node: Built, alphabet: Alphabet, made: dict | None = None) -> DFA:
 
 class Profile(NamedTuple):
     """A state's arcs grouped by target: what :func:`minimal` compares states by, and what a row is written
-    from a group at a time (:func:`written_row`).  (:func:`minimal` keeps the same fields in a plain tuple.)"""
+    from a group at a time (:func:`written_row`).  Kept per copied automaton: a copy's states share them."""
 
     targets: tuple  # the targets, in the order of their first arc in the row
     groups: tuple  # per target, the frozenset of symbols leading there
@@ -151,7 +155,8 @@ def _profile(row: dict[int, int]) -> Profile:
         ((symbol, target),) = row.items()
         symbols = frozenset(row)
         return Profile((target,), (symbols,), symbols, (symbol,), 0)
-    return profile_of(row, {t: frozenset(map(_first, arcs)) for t, arcs in groupby(sorted(row.items(), key=_second), _second)})
+    by_target = groupby(sorted(row.items(), key=_second), _second)
+    return profile_of(row, {t: frozenset(map(_first, arcs)) for t, arcs in by_target})
 
 
 def written_row(row: dict[int, int], targets: tuple, profile: Profile, target_id, rename=None) -> dict[int, int]:
@@ -601,7 +606,8 @@ def _shortest_words(order: list[int], arcs: dict[int, tuple], before: dict[int, 
     return words
 
 
-def _first_blocks(order: list[int], arcs: dict[int, tuple], words: list, size: int) -> tuple[list[int], dict[int, set[int]], int]:
+def _first_blocks(order: list[int], arcs: dict[int, tuple], words: list,
+                  size: int) -> tuple[list[int], dict[int, set[int]], int]:
     """The first partition, by the symbols read and the first word accepted (which says whether the state is
     final): each state's block, the blocks of two or more states, and the number of blocks."""
     blocks: dict[tuple, list[int]] = {}

@@ -101,8 +101,8 @@ def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
         if moved:
             out = frozenset(moved)
             general_profile = general_profiles[g]
-            grouped = {target: _without(symbols, out) for target, symbols in zip(general_profile.targets, general_profile.groups)
-                       if not symbols <= out}
+            grouped = {target: _without(symbols, out)
+                       for target, symbols in zip(general_profile.targets, general_profile.groups) if not symbols <= out}
             grouped.update((target, frozenset((symbol,))) for symbol, target in moved.items() if target is not None)
             profiles[state] = profile_of(row, grouped)
         else:
