@@ -250,6 +250,15 @@ static int table_insert(Liveness *l, uint32_t set) {
     return 0;
 }
 
+/* Whether `base` (NULL: empty) has no token `bits` lacks: one pass with no early exit, which the compiler
+ * vectorizes (an equal set is nearly always what a hash match finds, so the pass is seldom cut short). */
+static int within(const uint64_t *base, const uint64_t *bits, uint32_t words) {
+    if (!base) return 1;
+    uint64_t missing = 0;
+    for (uint32_t w = 0; w < words; w++) missing |= base[w] & ~bits[w];
+    return !missing;
+}
+
 /* The set equal to `base` (NULL: empty) plus the fresh tokens, if there is one: its hash and size say
  * where to look, and it holds all of base and every fresh token. */
 static int32_t table_find(const Liveness *l, const uint64_t *base, uint64_t hash, uint32_t count) {
@@ -257,21 +266,36 @@ static int32_t table_find(const Liveness *l, const uint64_t *base, uint64_t hash
         int32_t other = l->table[k];
         if (other < 0 || l->sets[other].hash != hash || l->sets[other].count != count) continue;
         const uint64_t *bits = l->sets[other].bits;
-        uint32_t i = 0, w = 0;
+        uint32_t i = 0;
         while (i < l->fresh_count && has_bit(bits, l->fresh[i])) i++;
-        if (base)
-            while (w < l->words && !(base[w] & ~bits[w])) w++;
-        if (i == l->fresh_count && (!base || w == l->words)) return other;
+        if (i == l->fresh_count && within(base, bits, l->words)) return other;
     }
     return -1;
+}
+
+/* The set other than `set` with the same tokens, if there is one. */
+static int32_t table_find_equal(const Liveness *l, uint32_t set) {
+    const GoodSet *x = &l->sets[set];
+    for (size_t k = table_home(l, x->hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
+        int32_t other = l->table[k];
+        if (other >= 0 && (uint32_t)other != set && l->sets[other].hash == x->hash && l->sets[other].count == x->count &&
+            within(x->bits, l->sets[other].bits, l->words))
+            return other;
+    }
+    return -1;
+}
+
+/* A set no state holds, out of the table: its slot is free for the next new set. */
+static void discard_set(Liveness *l, uint32_t set) {
+    PyMem_Free(l->sets[set].bits);
+    l->sets[set].bits = NULL, l->sets[set].refs = 0;
+    l->free_set[l->free_sets++] = set;
 }
 
 static void release_set(Liveness *l, int32_t set) {
     if (set < 0 || --l->sets[set].refs) return;
     table_remove(l, (uint32_t)set);
-    PyMem_Free(l->sets[set].bits);
-    l->sets[set].bits = NULL;
-    l->free_set[l->free_sets++] = (uint32_t)set;
+    discard_set(l, (uint32_t)set);
 }
 
 static int32_t new_set(Liveness *l, const uint64_t *copy) {
@@ -305,9 +329,41 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
     return (int32_t)set;
 }
 
+/* grow() where q is the only holder of its set: the tokens are added in place in one pass (a token met
+ * twice is in the set the second time), and the set then moves to an equal one if there is one.  Most
+ * growth of a small pattern's states is this (a JSON pattern's: 580 of 660 growths, 430k tokens). */
+static int grow_alone(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count) {
+    uint32_t set = (uint32_t)l->good[q];
+    GoodSet *x = &l->sets[set];
+    uint64_t *bits = x->bits, hash = x->hash;
+    uint32_t size = x->count;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t v = tokens[i];
+        uint64_t bit = (uint64_t)1 << (v & 63);
+        if (bits[v >> 6] & bit) continue;
+        bits[v >> 6] |= bit;
+        hash ^= token_mix(v);
+        size++;
+    }
+    if (size == x->count) return 0;
+    table_remove(l, set); /* (under its old hash) */
+    x->hash = hash, x->count = size;
+    int32_t equal = table_find_equal(l, set);
+    if (equal >= 0) {
+        l->sets[equal].refs++;
+        l->good[q] = equal;
+        discard_set(l, set);
+    } else if (table_insert(l, set)) {
+        return -1;
+    }
+    if (!l->open[q]) push_dirty(l, q);
+    return 0;
+}
+
 /* good[q] |= tokens; 1 when good[q] was empty and is not now, 0 otherwise, -1 when out of memory. */
 static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count) {
     int32_t held = l->good[q];
+    if (held >= 0 && l->sets[held].refs == 1) return grow_alone(l, q, tokens, count);
     const uint64_t *base = held < 0 ? NULL : l->sets[held].bits;
     uint64_t hash = held < 0 ? 0 : l->sets[held].hash;
     l->fresh_count = 0;
