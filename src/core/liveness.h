@@ -54,6 +54,7 @@ typedef struct {
     int32_t *answered;                         /* token -> the follower that answered its last check, or -1 */
     Pending *pending;
     PyObject *filed;                           /* q -> [(tokens, r), ...] */
+    PyObject **state_object;                   /* r -> r as an int, made when first filed */
 } Liveness;
 
 static void liveness_free(Liveness *l) {
@@ -70,6 +71,9 @@ static void liveness_free(Liveness *l) {
     PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
     PyMem_Free(l->stack), PyMem_Free(l->answered), PyMem_Free(l->pending);
     Py_XDECREF(l->filed);
+    if (l->state_object)
+        for (uint32_t r = 0; r < l->n; r++) Py_XDECREF(l->state_object[r]);
+    PyMem_Free(l->state_object);
 }
 
 static int state_of(PyObject *item, uint32_t n, uint32_t *state) {
@@ -404,8 +408,13 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count)
  * lists and the token lists made here are untracked, so the collection the next allocations trigger after
  * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up). */
 static int file(Liveness *l, uint32_t q, PyObject *tokens, uint32_t r) {
-    PyObject *entry = Py_BuildValue("(OI)", tokens, r);
+    PyObject *target = l->state_object[r];
+    if (!target && !(target = l->state_object[r] = PyLong_FromUnsignedLong(r))) return -1;
+    PyObject *entry = PyTuple_New(2);
     if (!entry) return -1;
+    Py_INCREF(tokens), Py_INCREF(target);
+    PyTuple_SET_ITEM(entry, 0, tokens);
+    PyTuple_SET_ITEM(entry, 1, target);
     PyObject_GC_UnTrack(entry);
     int rc = PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
     Py_DECREF(entry);
@@ -566,13 +575,19 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     if (!checker_ready(l.checker)) return NULL;
     l.n = n, l.words = (l.checker->size + 63) / 64;
     if (n == 0) return Py_BuildValue("([][])");
+    /* Only ints, lists of ints and tuples of those are made here, hundreds of thousands of them for a large
+     * pattern: no cycle to collect, and the collections their allocations would trigger scan the whole heap
+     * now and then (a tenth of a maxLength: 20 string's solve). */
+    int collecting = PyGC_Disable();
     l.good = PyMem_Malloc((size_t)n * sizeof(int32_t));
     l.fresh = PyMem_Malloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_Calloc(l.words + 1, 8);
     l.open = PyMem_Calloc(n, 1), l.queued = PyMem_Calloc(n, 1), l.queue = PyMem_Malloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_Malloc(l.stack_size * 4);
     l.answered = PyMem_Malloc((size_t)l.checker->size * 4);
     l.filed = PyList_New(n);
-    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed) {
+    l.state_object = PyMem_Calloc(n, sizeof(PyObject *));
+    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed ||
+        !l.state_object) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -639,6 +654,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     }
 done:
     liveness_free(&l);
+    if (collecting) PyGC_Enable();
     return result;
 }
 
