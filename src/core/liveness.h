@@ -27,8 +27,21 @@ typedef struct {
 
 typedef struct {
     uint64_t *bits, hash; /* hash: the XOR of its tokens' mixes, kept as tokens are added */
+    uint64_t version;     /* new with each change of its tokens, and when freed: what a GrowMemo entry checks */
     uint32_t count, refs; /* its size; the states holding it */
 } GoodSet;
+
+/* One growth by a whole group remembered: set `from` (-1: the empty set) as it was at `from_version`, plus
+ * the tokens of group `group`, is set `to` as long as `to` is at `to_version`.  States holding one set and
+ * taking one group (a JSON Schema's string states: thousands of them, a few values) find the result here
+ * instead of computing the new tokens and comparing the set a hash match finds (786 words over GPT-2). */
+typedef struct {
+    int32_t from, to;
+    uint32_t group; /* NO_GROUP: a free entry */
+    uint64_t from_version, to_version;
+} GrowMemo;
+
+#define NO_GROUP UINT32_MAX
 
 typedef struct {
     PairChecker *checker;
@@ -43,6 +56,9 @@ typedef struct {
     int32_t *good;                             /* q -> its set in `sets`, or -1 while empty */
     GoodSet *sets;                             /* the distinct good sets, shared by the states holding them */
     uint32_t set_count, set_capacity, free_sets, *free_set;
+    uint64_t versions;                         /* the last version given to a set */
+    GrowMemo *memo;                            /* direct mapped by (from, group) */
+    size_t memo_mask;
     int32_t *table;                            /* open addressing over sets by hash: -1 free, -2 deleted */
     size_t table_size, table_used;
     uint32_t *fresh, fresh_count;              /* grow's scratch: the tokens new to a set */
@@ -60,7 +76,7 @@ typedef struct {
 static void liveness_free(Liveness *l) {
     if (l->sets)
         for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits);
-    PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
+    PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->memo), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
     if (l->pending)
         for (uint32_t p = 0; p < l->pairs; p++)
             if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
@@ -105,7 +121,7 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         tokens += (size_t)PyList_GET_SIZE(PyTuple_GET_ITEM(group, 0));
         pairs += (size_t)PyDict_Size(PyTuple_GET_ITEM(group, 1));
     }
-    if (pairs >= UINT32_MAX || tokens >= UINT32_MAX) {
+    if (pairs >= UINT32_MAX || tokens >= UINT32_MAX || (size_t)G >= NO_GROUP) {
         PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many lattice arcs");
         return -1;
     }
@@ -292,7 +308,7 @@ static int32_t table_find_equal(const Liveness *l, uint32_t set) {
 /* A set no state holds, out of the table: its slot is free for the next new set. */
 static void discard_set(Liveness *l, uint32_t set) {
     PyMem_Free(l->sets[set].bits);
-    l->sets[set].bits = NULL, l->sets[set].refs = 0;
+    l->sets[set].bits = NULL, l->sets[set].refs = 0, l->sets[set].version = ++l->versions;
     l->free_set[l->free_sets++] = set;
 }
 
@@ -329,7 +345,7 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
         }
         set = l->set_count++;
     }
-    l->sets[set] = (GoodSet){bits, 0, 0, 1};
+    l->sets[set] = (GoodSet){bits, 0, ++l->versions, 0, 1};
     return (int32_t)set;
 }
 
@@ -351,7 +367,7 @@ static int grow_alone(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t 
     }
     if (size == x->count) return 0;
     table_remove(l, set); /* (under its old hash) */
-    x->hash = hash, x->count = size;
+    x->hash = hash, x->count = size, x->version = ++l->versions;
     int32_t equal = table_find_equal(l, set);
     if (equal >= 0) {
         l->sets[equal].refs++;
@@ -364,9 +380,25 @@ static int grow_alone(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t 
     return 0;
 }
 
-/* good[q] |= tokens; 1 when good[q] was empty and is not now, 0 otherwise, -1 when out of memory. */
-static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count) {
+static inline GrowMemo *memo_slot(const Liveness *l, int32_t from, uint32_t group) {
+    uint64_t h = ((uint64_t)(uint32_t)from << 32 | group) * 0x9E3779B97F4A7C15ull;
+    return &l->memo[(size_t)(h >> 40) & l->memo_mask];
+}
+
+/* good[q] |= tokens, the tokens of group `group` (NO_GROUP: other tokens); 1 when good[q] was empty and is
+ * not now, 0 otherwise, -1 when out of memory. */
+static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count, uint32_t group) {
     int32_t held = l->good[q];
+    uint64_t held_version = held < 0 ? 0 : l->sets[held].version;
+    GrowMemo *memo = group == NO_GROUP ? NULL : memo_slot(l, held, group);
+    if (memo && memo->group == group && memo->from == held && memo->from_version == held_version &&
+        l->sets[memo->to].version == memo->to_version) {
+        l->sets[memo->to].refs++;
+        release_set(l, held);
+        l->good[q] = memo->to;
+        if (!l->open[q]) push_dirty(l, q);
+        return held < 0;
+    }
     if (held >= 0 && l->sets[held].refs == 1) return grow_alone(l, q, tokens, count);
     const uint64_t *base = held < 0 ? NULL : l->sets[held].bits;
     uint64_t hash = held < 0 ? 0 : l->sets[held].hash;
@@ -386,20 +418,16 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count)
         l->sets[set].refs++;
         release_set(l, held);
     } else {
-        if (held >= 0 && l->sets[held].refs == 1) { /* its only holder: grown in place */
-            set = held;
-            table_remove(l, (uint32_t)set);
-        } else {
-            set = new_set(l, base);
-            if (set < 0) return -1;
-            release_set(l, held);
-        }
+        set = new_set(l, base); /* (held, if any, has other holders: grow_alone takes the rest) */
+        if (set < 0) return -1;
+        release_set(l, held);
         uint64_t *bits = l->sets[set].bits;
         for (uint32_t i = 0; i < l->fresh_count; i++) bits[l->fresh[i] >> 6] |= (uint64_t)1 << (l->fresh[i] & 63);
         l->sets[set].hash = hash, l->sets[set].count = size;
         if (table_insert(l, (uint32_t)set)) return -1;
     }
     l->good[q] = set;
+    if (memo) *memo = (GrowMemo){held, set, group, held_version, l->sets[set].version};
     if (!l->open[q]) push_dirty(l, q);
     return held < 0;
 }
@@ -433,7 +461,7 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
             uint32_t p = l->pred[k], g = l->pair_group[p], q = l->pair_q[p];
             if (waiting_built) l->pending[p].waiting = 0;
             if (file(l, q, l->group_list[g], r)) return -1;
-            int became = grow(l, q, l->group_token + l->group_start[g], l->group_start[g + 1] - l->group_start[g]);
+            int became = grow(l, q, l->group_token + l->group_start[g], l->group_start[g + 1] - l->group_start[g], g);
             if (became < 0) return -1;
             if (became)
                 for (uint32_t j = l->cut_pred_start[q]; j < l->cut_pred_start[q + 1]; j++) {
@@ -507,7 +535,7 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
         if (pending->owned) PyMem_Free(pending->tokens);
         pending->tokens = rest, pending->count = kept, pending->owned = 1;
         rest = NULL;
-        int became = grow(l, q, settled, found);
+        int became = grow(l, q, settled, found, NO_GROUP);
         if (became < 0) goto failed;
         if (became)
             for (uint32_t j = l->cut_pred_start[q]; j < l->cut_pred_start[q + 1]; j++)
@@ -601,6 +629,14 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
         PyList_SET_ITEM(l.filed, q, list);
     }
     if (liveness_read_cut(&l, cut) || liveness_read_groups(&l, groups)) goto done;
+    size_t memo_size = 64;
+    while (memo_size < 2 * (size_t)l.pairs && memo_size < ((size_t)1 << 15)) memo_size *= 2;
+    l.memo = PyMem_Malloc(memo_size * sizeof(GrowMemo)), l.memo_mask = memo_size - 1;
+    if (!l.memo) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < memo_size; k++) l.memo[k].group = NO_GROUP;
 
     uint8_t *final = PyMem_Calloc(n, 1);
     if (!final) {
