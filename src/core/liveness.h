@@ -67,7 +67,7 @@ typedef struct {
     uint32_t *queue, queue_head, queue_tail, queue_length; /* a ring of n slots: a state queued at most once */
     uint32_t *stack;                           /* _open's stack: a state is pushed at most once per opening */
     size_t stack_size;
-    int32_t *answered;                         /* token -> the follower that answered its last check, or -1 */
+    uint32_t *answered;                        /* token -> 1 + the follower that answered its last check, or 0 */
     Pending *pending;
     PyObject *filed;                           /* q -> [(tokens, r), ...] */
     PyObject **state_object;                   /* r -> r as an int, made when first filed */
@@ -487,13 +487,13 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
 static int follows(Liveness *l, uint32_t t, uint32_t r) {
     const uint64_t *bits = good_bits(l, r);
     if (!bits) return 0;
-    int32_t last = l->answered[t];
+    int64_t last = (int64_t)l->answered[t] - 1;
     if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
     for (uint32_t w = 0; w < l->words; w++)
         for (uint64_t x = bits[w]; x; x &= x - 1) {
             uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
-            if ((int32_t)v != last && canonical_pair(l->checker, t, v)) {
-                l->answered[t] = (int32_t)v;
+            if ((int64_t)v != last && canonical_pair(l->checker, t, v)) {
+                l->answered[t] = v + 1;
                 return 1;
             }
         }
@@ -549,16 +549,20 @@ done:
     return rc;
 }
 
+/* A bitset as a Python int, read straight from its words (little-endian bytes on a little-endian host). */
 static PyObject *bitset_int(const uint64_t *bits, uint32_t words) {
     while (words && !bits[words - 1]) words--;
-    PyObject *packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)words * 8);
-    if (!packed) return NULL;
-    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(packed);
+#if PY_LITTLE_ENDIAN
+    return _PyLong_FromByteArray((const unsigned char *)bits, (size_t)words * 8, 1, 0);
+#else
+    unsigned char *bytes = PyMem_Malloc((size_t)words * 8 + 1);
+    if (!bytes) return PyErr_NoMemory();
     for (uint32_t w = 0; w < words; w++)
-        for (int b = 0; b < 8; b++) out[8 * w + b] = (uint8_t)(bits[w] >> (8 * b));
-    PyObject *value = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "Os", packed, "little");
-    Py_DECREF(packed);
+        for (int b = 0; b < 8; b++) bytes[8 * w + b] = (unsigned char)(bits[w] >> (8 * b));
+    PyObject *value = _PyLong_FromByteArray(bytes, (size_t)words * 8, 1, 0);
+    PyMem_Free(bytes);
     return value;
+#endif
 }
 
 /* good[q] as Python ints: one int per distinct set, held by every state with that value. */
@@ -611,7 +615,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     l.fresh = PyMem_Malloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_Calloc(l.words + 1, 8);
     l.open = PyMem_Calloc(n, 1), l.queued = PyMem_Calloc(n, 1), l.queue = PyMem_Malloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_Malloc(l.stack_size * 4);
-    l.answered = PyMem_Malloc((size_t)l.checker->size * 4);
+    l.answered = PyMem_Calloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
     l.filed = PyList_New(n);
     l.state_object = PyMem_Calloc(n, sizeof(PyObject *));
     if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed ||
@@ -619,7 +623,6 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    for (uint32_t t = 0; t < l.checker->size; t++) l.answered[t] = -1;
     for (uint32_t q = 0; q < n; q++) l.good[q] = -1;
     if (table_grow(&l)) goto done;
     for (uint32_t q = 0; q < n; q++) {
