@@ -31,17 +31,20 @@ typedef struct {
     uint32_t count, refs; /* its size; the states holding it */
 } GoodSet;
 
-/* One growth by a whole group remembered: set `from` (-1: the empty set) as it was at `from_version`, plus
- * the tokens of group `group`, is set `to` as long as `to` is at `to_version`.  States holding one set and
- * taking one group (a JSON Schema's string states: thousands of them, a few values) find the result here
- * instead of computing the new tokens and comparing the set a hash match finds (786 words over GPT-2). */
+/* One growth remembered: set `from` (-1: the empty set) as it was at `from_version`, plus the tokens of
+ * group `group`, is set `to` as long as `to` is at `to_version`.  States holding one set and taking one
+ * group (a JSON Schema's string states: thousands of them, a few values) find the result here instead of
+ * computing the new tokens and comparing the set a hash match finds (786 words over GPT-2).  With group
+ * NO_GROUP, the tokens added were others (a settled list) and `added` is the XOR of their mixes: such an
+ * entry says `from` is within `to`, which spares that comparison when the same growth comes again. */
 typedef struct {
-    int32_t from, to;
-    uint32_t group; /* NO_GROUP: a free entry */
-    uint64_t from_version, to_version;
+    int32_t from, to; /* from: FREE_ENTRY in an entry not used yet */
+    uint32_t group;
+    uint64_t from_version, to_version, added;
 } GrowMemo;
 
 #define NO_GROUP UINT32_MAX
+#define FREE_ENTRY INT32_MIN
 
 typedef struct {
     PairChecker *checker;
@@ -413,7 +416,17 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
     for (uint32_t i = 0; i < l->fresh_count; i++) l->marked[l->fresh[i] >> 6] = 0;
     if (!l->fresh_count) return 0;
     uint32_t size = (held < 0 ? 0 : l->sets[held].count) + l->fresh_count;
-    int32_t set = table_find(l, base, hash, size);
+    /* a set already known to hold base (held has other holders here) needs the fresh tokens checked only */
+    uint64_t added = hash ^ (held < 0 ? 0 : l->sets[held].hash);
+    GrowMemo *seen = held < 0 ? NULL : memo_slot(l, held, (uint32_t)(added ^ added >> 32));
+    int32_t set = -1;
+    if (seen && seen->group == NO_GROUP && seen->from == held && seen->from_version == held_version &&
+        seen->added == added && l->sets[seen->to].version == seen->to_version && l->sets[seen->to].count == size) {
+        uint32_t i = 0;
+        while (i < l->fresh_count && has_bit(l->sets[seen->to].bits, l->fresh[i])) i++;
+        if (i == l->fresh_count) set = seen->to;
+    }
+    if (set < 0) set = table_find(l, base, hash, size);
     if (set >= 0) {
         l->sets[set].refs++;
         release_set(l, held);
@@ -427,7 +440,8 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
         if (table_insert(l, (uint32_t)set)) return -1;
     }
     l->good[q] = set;
-    if (memo) *memo = (GrowMemo){held, set, group, held_version, l->sets[set].version};
+    if (memo) *memo = (GrowMemo){held, set, group, held_version, l->sets[set].version, 0};
+    else if (seen) *seen = (GrowMemo){held, set, NO_GROUP, held_version, l->sets[set].version, added};
     if (!l->open[q]) push_dirty(l, q);
     return held < 0;
 }
@@ -639,7 +653,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (size_t k = 0; k < memo_size; k++) l.memo[k].group = NO_GROUP;
+    for (size_t k = 0; k < memo_size; k++) l.memo[k].from = FREE_ENTRY;
 
     uint8_t *final = PyMem_Calloc(n, 1);
     if (!final) {
