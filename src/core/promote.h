@@ -484,7 +484,7 @@ static int32_t walker_edge(const TrieWalker *w, int32_t node, int32_t symbol) {
 typedef struct {
     const Rows *rows;
     int32_t symbols;
-    int32_t *dense;    /* states x symbols, or NULL */
+    int32_t *dense;    /* packed rows x symbols: target + 1, 0 for none; or NULL */
     int32_t *sorted;   /* per state, its arcs sorted by symbol (when there is no dense table) */
 } Lookup;
 
@@ -502,12 +502,12 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols) {
     size_t cells = (size_t)rows->packed * (size_t)symbols;
     if (symbols == 0 || (rows->packed && cells / (size_t)rows->packed != (size_t)symbols)) cells = SIZE_MAX;
     if (cells <= DENSE_LOOKUP_MAX) {
-        l->dense = malloc((cells ? cells : 1) * sizeof(int32_t));
+        /* target + 1, 0 where there is no arc: calloc's zeroed pages instead of a pass filling up to 64 MB */
+        l->dense = calloc(cells ? cells : 1, sizeof(int32_t));
         if (!l->dense) return -1;
-        for (size_t k = 0; k < cells; k++) l->dense[k] = -1;
         for (Py_ssize_t r = 0; r < rows->packed; r++)
             for (size_t e = rows->start[r]; e < rows->start[r + 1]; e++)
-                l->dense[(size_t)r * (size_t)symbols + (size_t)rows->symbol[e]] = rows->target[e];
+                l->dense[(size_t)r * (size_t)symbols + (size_t)rows->symbol[e]] = rows->target[e] + 1;
         return 0;
     }
     l->sorted = malloc((rows->arcs + 1) * sizeof(int32_t));
@@ -524,7 +524,7 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols) {
 static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     const Rows *rows = l->rows;
     int32_t r = rows->row_of[q];
-    if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol];
+    if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol] - 1;
     size_t lo = rows->start[r], hi = rows->start[r + 1];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
