@@ -74,6 +74,7 @@ typedef struct {
     Pending *pending;
     PyObject *filed;                           /* q -> [(tokens, r), ...] */
     PyObject **state_object;                   /* r -> r as an int, made when first filed */
+    PyObject *last_entry;                      /* the last (tokens, r) filed */
 } Liveness;
 
 static void liveness_free(Liveness *l) {
@@ -89,7 +90,7 @@ static void liveness_free(Liveness *l) {
     PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
     PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
     PyMem_Free(l->stack), PyMem_Free(l->answered), PyMem_Free(l->pending);
-    Py_XDECREF(l->filed);
+    Py_XDECREF(l->filed), Py_XDECREF(l->last_entry);
     if (l->state_object)
         for (uint32_t r = 0; r < l->n; r++) Py_XDECREF(l->state_object[r]);
     PyMem_Free(l->state_object);
@@ -455,19 +456,21 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
 
 /* `filed` holds lists of (list of ints, int) tuples, which can be in no cycle: the tuples, the per-state
  * lists and the token lists made here are untracked, so the collection the next allocations trigger after
- * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up). */
+ * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up).
+ * An entry is immutable, so the states a group's arcs into r come from (filed one after the other when r
+ * opens) share one tuple. */
 static int file(Liveness *l, uint32_t q, PyObject *tokens, uint32_t r) {
-    PyObject *target = l->state_object[r];
+    PyObject *target = l->state_object[r], *entry = l->last_entry;
     if (!target && !(target = l->state_object[r] = PyLong_FromUnsignedLong(r))) return -1;
-    PyObject *entry = PyTuple_New(2);
-    if (!entry) return -1;
-    Py_INCREF(tokens), Py_INCREF(target);
-    PyTuple_SET_ITEM(entry, 0, tokens);
-    PyTuple_SET_ITEM(entry, 1, target);
-    PyObject_GC_UnTrack(entry);
-    int rc = PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
-    Py_DECREF(entry);
-    return rc;
+    if (!entry || PyTuple_GET_ITEM(entry, 0) != tokens || PyTuple_GET_ITEM(entry, 1) != target) {
+        if (!(entry = PyTuple_New(2))) return -1;
+        Py_INCREF(tokens), Py_INCREF(target);
+        PyTuple_SET_ITEM(entry, 0, tokens);
+        PyTuple_SET_ITEM(entry, 1, target);
+        PyObject_GC_UnTrack(entry);
+        Py_XSETREF(l->last_entry, entry);
+    }
+    return PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
 }
 
 /* Every arc into r is good, and every state that an opened state's growth lets cut opens in turn. */
