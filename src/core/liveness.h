@@ -12,8 +12,9 @@
  * Good sets are bitsets of uint64 words, and equal sets are one set held by every state with that value
  * (a JSON pattern's string states number thousands and hold a handful of values): a state's set grows in
  * place while it is its only holder, and otherwise moves to the equal set if one exists, or to a copy.
- * A token's check first tries the follower that answered its last check (good sets share their short
- * tokens), then every token of good[r], lowest first.
+ * Growths are remembered (GrowMemo, checked by set versions), so the states holding one set that grow
+ * alike find the result without comparing sets again.  A token's check first tries the follower that
+ * answered its last check (good sets share their short tokens), then every token of good[r], lowest first.
  */
 #ifndef BPEFST_LIVENESS_H
 #define BPEFST_LIVENESS_H
