@@ -664,7 +664,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (size_t k = 0; k < memo_size; k++) l.memo[k].from = FREE_ENTRY;
+    for (size_t k = 0; k < memo_size; k++) l.memo[k] = (GrowMemo){FREE_ENTRY, 0, NO_GROUP, 0, 0, 0};
 
     uint8_t *final = PyMem_Calloc(n, 1);
     if (!final) {
