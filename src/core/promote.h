@@ -1012,8 +1012,8 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     /* the walk: the nodes scanned in their order, where each subtree is contiguous; a node's transform is set
      * by its parent (-1: dead, its subtree skipped).  The output does not depend on the order the walk files
      * in, and a scan reads the trie front to back with no stack of (node, transform) pairs (the JSON
-     * pattern's walk over GPT-2: 1.3 -> 1.0 ms).  found holds (transform, token) pairs as filed, and the arcs (before keep) are counted as they
-     * are filed, so a lattice past max_arcs stops the walk there. */
+     * pattern's walk over GPT-2: 1.3 -> 1.0 ms).  found holds (transform, token) pairs as filed, and the
+     * arcs (before keep) are counted as they are filed, so a lattice past max_arcs stops the walk there. */
     long long arcs = 0;
     tid_of = malloc((size_t)w->nodes * 4);
     if (!tid_of) goto nomemory;
