@@ -466,6 +466,37 @@ def test_liveness_over_gpt2_matches_and_shares_equal_sets() -> None:
         assert_same_liveness(*inputs)
 
 
+@lru_cache(maxsize=None)
+def byte_automaton(seed: int):
+    return build_canonical(MergeForest.from_model(byte_model(seed)))
+
+
+@st.composite
+def hand_made_lattices(draw):
+    """Groups drawn directly, not walked: tokens repeated within a group (the compiled solve adds a group's
+    tokens to a set in one pass, counting each once), groups taken from many states to mostly one target
+    (states that come to hold equal sets and grow alike), cuts and several finals."""
+    automaton = byte_automaton(draw(st.integers(0, 2)))
+    tokens = [t for t, ok in enumerate(automaton.reachable) if ok]
+    n = draw(st.integers(2, 12))
+    state = st.integers(0, n - 1)
+    groups = []
+    for _ in range(draw(st.integers(1, 14))):
+        group_tokens = draw(st.lists(st.sampled_from(tokens), min_size=1, max_size=12))
+        target = draw(state)
+        sources = draw(st.lists(state, min_size=1, max_size=n, unique=True))
+        groups.append((group_tokens, {q: draw(st.sampled_from([target, target, draw(state)])) for q in sources}))
+    finals = draw(st.sets(state, min_size=1, max_size=3))
+    cut = draw(st.lists(st.one_of(st.none(), state), min_size=n, max_size=n))
+    return groups, n, finals, cut, automaton
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lattice=hand_made_lattices())
+def test_liveness_matches_the_pure_fixpoint_on_hand_made_lattices(lattice) -> None:
+    assert_same_liveness(*lattice)
+
+
 def liveness_arguments(**change):
     arguments = {"checker": build_canonical(MergeForest.from_model(byte_model(0))).pair_checker(), "n": 3,
                  "finals": [2], "cut": [None, None, None], "groups": [([0, 1], {0: 1, 1: 2})]}

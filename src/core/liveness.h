@@ -12,8 +12,9 @@
  * Good sets are bitsets of uint64 words, and equal sets are one set held by every state with that value
  * (a JSON pattern's string states number thousands and hold a handful of values): a state's set grows in
  * place while it is its only holder, and otherwise moves to the equal set if one exists, or to a copy.
- * A token's check first tries the follower that answered its last check (good sets share their short
- * tokens), then every token of good[r], lowest first.
+ * Growths are remembered (GrowMemo, checked by set versions), so the states holding one set that grow
+ * alike find the result without comparing sets again.  A token's check first tries the follower that
+ * answered its last check (good sets share their short tokens), then every token of good[r], lowest first.
  */
 #ifndef BPEFST_LIVENESS_H
 #define BPEFST_LIVENESS_H
@@ -27,8 +28,24 @@ typedef struct {
 
 typedef struct {
     uint64_t *bits, hash; /* hash: the XOR of its tokens' mixes, kept as tokens are added */
+    uint64_t version;     /* new with each change of its tokens, and when freed: what a GrowMemo entry checks */
     uint32_t count, refs; /* its size; the states holding it */
 } GoodSet;
+
+/* One growth remembered: set `from` (-1: the empty set) as it was at `from_version`, plus the tokens of
+ * group `group`, is set `to` as long as `to` is at `to_version`.  States holding one set and taking one
+ * group (a JSON Schema's string states: thousands of them, a few values) find the result here instead of
+ * computing the new tokens and comparing the set a hash match finds (786 words over GPT-2).  With group
+ * NO_GROUP, the tokens added were others (a settled list) and `added` is the XOR of their mixes: such an
+ * entry says `from` is within `to`, which spares that comparison when the same growth comes again. */
+typedef struct {
+    int32_t from, to; /* from: FREE_ENTRY in an entry not used yet */
+    uint32_t group;
+    uint64_t from_version, to_version, added;
+} GrowMemo;
+
+#define NO_GROUP UINT32_MAX
+#define FREE_ENTRY INT32_MIN
 
 typedef struct {
     PairChecker *checker;
@@ -43,6 +60,9 @@ typedef struct {
     int32_t *good;                             /* q -> its set in `sets`, or -1 while empty */
     GoodSet *sets;                             /* the distinct good sets, shared by the states holding them */
     uint32_t set_count, set_capacity, free_sets, *free_set;
+    uint64_t versions;                         /* the last version given to a set */
+    GrowMemo *memo;                            /* direct mapped by (from, group) */
+    size_t memo_mask;
     int32_t *table;                            /* open addressing over sets by hash: -1 free, -2 deleted */
     size_t table_size, table_used;
     uint32_t *fresh, fresh_count;              /* grow's scratch: the tokens new to a set */
@@ -51,15 +71,17 @@ typedef struct {
     uint32_t *queue, queue_head, queue_tail, queue_length; /* a ring of n slots: a state queued at most once */
     uint32_t *stack;                           /* _open's stack: a state is pushed at most once per opening */
     size_t stack_size;
-    int32_t *answered;                         /* token -> the follower that answered its last check, or -1 */
+    uint32_t *answered;                        /* token -> 1 + the follower that answered its last check, or 0 */
     Pending *pending;
     PyObject *filed;                           /* q -> [(tokens, r), ...] */
+    PyObject **state_object;                   /* r -> r as an int, made when first filed */
+    PyObject *last_entry;                      /* the last (tokens, r) filed */
 } Liveness;
 
 static void liveness_free(Liveness *l) {
     if (l->sets)
         for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits);
-    PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
+    PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->memo), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
     if (l->pending)
         for (uint32_t p = 0; p < l->pairs; p++)
             if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
@@ -69,7 +91,10 @@ static void liveness_free(Liveness *l) {
     PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
     PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
     PyMem_Free(l->stack), PyMem_Free(l->answered), PyMem_Free(l->pending);
-    Py_XDECREF(l->filed);
+    Py_XDECREF(l->filed), Py_XDECREF(l->last_entry);
+    if (l->state_object)
+        for (uint32_t r = 0; r < l->n; r++) Py_XDECREF(l->state_object[r]);
+    PyMem_Free(l->state_object);
 }
 
 static int state_of(PyObject *item, uint32_t n, uint32_t *state) {
@@ -101,7 +126,7 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         tokens += (size_t)PyList_GET_SIZE(PyTuple_GET_ITEM(group, 0));
         pairs += (size_t)PyDict_Size(PyTuple_GET_ITEM(group, 1));
     }
-    if (pairs >= UINT32_MAX || tokens >= UINT32_MAX) {
+    if (pairs >= UINT32_MAX || tokens >= UINT32_MAX || (size_t)G >= NO_GROUP) {
         PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many lattice arcs");
         return -1;
     }
@@ -250,6 +275,15 @@ static int table_insert(Liveness *l, uint32_t set) {
     return 0;
 }
 
+/* Whether `base` (NULL: empty) has no token `bits` lacks: one pass with no early exit, which the compiler
+ * vectorizes (an equal set is nearly always what a hash match finds, so the pass is seldom cut short). */
+static int within(const uint64_t *base, const uint64_t *bits, uint32_t words) {
+    if (!base) return 1;
+    uint64_t missing = 0;
+    for (uint32_t w = 0; w < words; w++) missing |= base[w] & ~bits[w];
+    return !missing;
+}
+
 /* The set equal to `base` (NULL: empty) plus the fresh tokens, if there is one: its hash and size say
  * where to look, and it holds all of base and every fresh token. */
 static int32_t table_find(const Liveness *l, const uint64_t *base, uint64_t hash, uint32_t count) {
@@ -257,21 +291,36 @@ static int32_t table_find(const Liveness *l, const uint64_t *base, uint64_t hash
         int32_t other = l->table[k];
         if (other < 0 || l->sets[other].hash != hash || l->sets[other].count != count) continue;
         const uint64_t *bits = l->sets[other].bits;
-        uint32_t i = 0, w = 0;
+        uint32_t i = 0;
         while (i < l->fresh_count && has_bit(bits, l->fresh[i])) i++;
-        if (base)
-            while (w < l->words && !(base[w] & ~bits[w])) w++;
-        if (i == l->fresh_count && (!base || w == l->words)) return other;
+        if (i == l->fresh_count && within(base, bits, l->words)) return other;
     }
     return -1;
+}
+
+/* The set other than `set` with the same tokens, if there is one. */
+static int32_t table_find_equal(const Liveness *l, uint32_t set) {
+    const GoodSet *x = &l->sets[set];
+    for (size_t k = table_home(l, x->hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
+        int32_t other = l->table[k];
+        if (other >= 0 && (uint32_t)other != set && l->sets[other].hash == x->hash && l->sets[other].count == x->count &&
+            within(x->bits, l->sets[other].bits, l->words))
+            return other;
+    }
+    return -1;
+}
+
+/* A set no state holds, out of the table: its slot is free for the next new set. */
+static void discard_set(Liveness *l, uint32_t set) {
+    PyMem_Free(l->sets[set].bits);
+    l->sets[set].bits = NULL, l->sets[set].refs = 0, l->sets[set].version = ++l->versions;
+    l->free_set[l->free_sets++] = set;
 }
 
 static void release_set(Liveness *l, int32_t set) {
     if (set < 0 || --l->sets[set].refs) return;
     table_remove(l, (uint32_t)set);
-    PyMem_Free(l->sets[set].bits);
-    l->sets[set].bits = NULL;
-    l->free_set[l->free_sets++] = (uint32_t)set;
+    discard_set(l, (uint32_t)set);
 }
 
 static int32_t new_set(Liveness *l, const uint64_t *copy) {
@@ -301,13 +350,68 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
         }
         set = l->set_count++;
     }
-    l->sets[set] = (GoodSet){bits, 0, 0, 1};
+    l->sets[set] = (GoodSet){bits, 0, ++l->versions, 0, 1};
     return (int32_t)set;
 }
 
-/* good[q] |= tokens; 1 when good[q] was empty and is not now, 0 otherwise, -1 when out of memory. */
-static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count) {
+/* grow() where q is the only holder of its set: the tokens are added in place in one pass (a token met
+ * twice is in the set the second time), and the set then moves to an equal one if there is one.  Most
+ * growth of a small pattern's states is this (a JSON pattern's: 580 of 660 growths, 430k tokens).  The
+ * word being filled is kept in a register and stored when the next token is in another word: group tokens
+ * ascend, and a load after a store to the same word each token made the loop wait on memory. */
+static int grow_alone(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count) {
+    uint32_t set = (uint32_t)l->good[q];
+    GoodSet *x = &l->sets[set];
+    uint64_t *bits = x->bits, hash = x->hash, word = count ? bits[tokens[0] >> 6] : 0;
+    uint32_t size = x->count, at = count ? tokens[0] >> 6 : 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t v = tokens[i];
+        uint64_t bit = (uint64_t)1 << (v & 63);
+        if (v >> 6 != at) {
+            bits[at] = word;
+            at = v >> 6, word = bits[at];
+        }
+        if (word & bit) continue;
+        word |= bit;
+        hash ^= token_mix(v);
+        size++;
+    }
+    if (count) bits[at] = word;
+    if (size == x->count) return 0;
+    table_remove(l, set); /* (under its old hash) */
+    x->hash = hash, x->count = size, x->version = ++l->versions;
+    int32_t equal = table_find_equal(l, set);
+    if (equal >= 0) {
+        l->sets[equal].refs++;
+        l->good[q] = equal;
+        discard_set(l, set);
+    } else if (table_insert(l, set)) {
+        return -1;
+    }
+    if (!l->open[q]) push_dirty(l, q);
+    return 0;
+}
+
+static inline GrowMemo *memo_slot(const Liveness *l, int32_t from, uint32_t group) {
+    uint64_t h = ((uint64_t)(uint32_t)from << 32 | group) * 0x9E3779B97F4A7C15ull;
+    return &l->memo[(size_t)(h >> 40) & l->memo_mask];
+}
+
+/* good[q] |= tokens, the tokens of group `group` (NO_GROUP: other tokens); 1 when good[q] was empty and is
+ * not now, 0 otherwise, -1 when out of memory. */
+static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count, uint32_t group) {
     int32_t held = l->good[q];
+    uint64_t held_version = held < 0 ? 0 : l->sets[held].version;
+    GrowMemo *memo = group == NO_GROUP ? NULL : memo_slot(l, held, group);
+    if (memo && memo->group == group && memo->from == held && memo->from_version == held_version &&
+        l->sets[memo->to].version == memo->to_version) {
+        l->sets[memo->to].refs++;
+        release_set(l, held);
+        l->good[q] = memo->to;
+        if (!l->open[q]) push_dirty(l, q);
+        return held < 0;
+    }
+    if (held >= 0 && l->sets[held].refs == 1) return grow_alone(l, q, tokens, count);
     const uint64_t *base = held < 0 ? NULL : l->sets[held].bits;
     uint64_t hash = held < 0 ? 0 : l->sets[held].hash;
     l->fresh_count = 0;
@@ -321,39 +425,53 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count)
     for (uint32_t i = 0; i < l->fresh_count; i++) l->marked[l->fresh[i] >> 6] = 0;
     if (!l->fresh_count) return 0;
     uint32_t size = (held < 0 ? 0 : l->sets[held].count) + l->fresh_count;
-    int32_t set = table_find(l, base, hash, size);
+    /* a set already known to hold base (held has other holders here) needs the fresh tokens checked only */
+    uint64_t added = hash ^ (held < 0 ? 0 : l->sets[held].hash);
+    GrowMemo *seen = held < 0 ? NULL : memo_slot(l, held, (uint32_t)(added ^ added >> 32));
+    int32_t set = -1;
+    if (seen && seen->group == NO_GROUP && seen->from == held && seen->from_version == held_version &&
+        seen->added == added && l->sets[seen->to].version == seen->to_version && l->sets[seen->to].count == size) {
+        uint32_t i = 0;
+        while (i < l->fresh_count && has_bit(l->sets[seen->to].bits, l->fresh[i])) i++;
+        if (i == l->fresh_count) set = seen->to;
+    }
+    if (set < 0) set = table_find(l, base, hash, size);
     if (set >= 0) {
         l->sets[set].refs++;
         release_set(l, held);
     } else {
-        if (held >= 0 && l->sets[held].refs == 1) { /* its only holder: grown in place */
-            set = held;
-            table_remove(l, (uint32_t)set);
-        } else {
-            set = new_set(l, base);
-            if (set < 0) return -1;
-            release_set(l, held);
-        }
+        set = new_set(l, base); /* (held, if any, has other holders: grow_alone takes the rest) */
+        if (set < 0) return -1;
+        release_set(l, held);
         uint64_t *bits = l->sets[set].bits;
         for (uint32_t i = 0; i < l->fresh_count; i++) bits[l->fresh[i] >> 6] |= (uint64_t)1 << (l->fresh[i] & 63);
         l->sets[set].hash = hash, l->sets[set].count = size;
         if (table_insert(l, (uint32_t)set)) return -1;
     }
     l->good[q] = set;
+    if (memo) *memo = (GrowMemo){held, set, group, held_version, l->sets[set].version, 0};
+    else if (seen) *seen = (GrowMemo){held, set, NO_GROUP, held_version, l->sets[set].version, added};
     if (!l->open[q]) push_dirty(l, q);
     return held < 0;
 }
 
 /* `filed` holds lists of (list of ints, int) tuples, which can be in no cycle: the tuples, the per-state
  * lists and the token lists made here are untracked, so the collection the next allocations trigger after
- * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up). */
+ * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up).
+ * An entry is immutable, so the states a group's arcs into r come from (filed one after the other when r
+ * opens) share one tuple. */
 static int file(Liveness *l, uint32_t q, PyObject *tokens, uint32_t r) {
-    PyObject *entry = Py_BuildValue("(OI)", tokens, r);
-    if (!entry) return -1;
-    PyObject_GC_UnTrack(entry);
-    int rc = PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
-    Py_DECREF(entry);
-    return rc;
+    PyObject *target = l->state_object[r], *entry = l->last_entry;
+    if (!target && !(target = l->state_object[r] = PyLong_FromUnsignedLong(r))) return -1;
+    if (!entry || PyTuple_GET_ITEM(entry, 0) != tokens || PyTuple_GET_ITEM(entry, 1) != target) {
+        if (!(entry = PyTuple_New(2))) return -1;
+        Py_INCREF(tokens), Py_INCREF(target);
+        PyTuple_SET_ITEM(entry, 0, tokens);
+        PyTuple_SET_ITEM(entry, 1, target);
+        PyObject_GC_UnTrack(entry);
+        Py_XSETREF(l->last_entry, entry);
+    }
+    return PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
 }
 
 /* Every arc into r is good, and every state that an opened state's growth lets cut opens in turn. */
@@ -368,7 +486,7 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
             uint32_t p = l->pred[k], g = l->pair_group[p], q = l->pair_q[p];
             if (waiting_built) l->pending[p].waiting = 0;
             if (file(l, q, l->group_list[g], r)) return -1;
-            int became = grow(l, q, l->group_token + l->group_start[g], l->group_start[g + 1] - l->group_start[g]);
+            int became = grow(l, q, l->group_token + l->group_start[g], l->group_start[g + 1] - l->group_start[g], g);
             if (became < 0) return -1;
             if (became)
                 for (uint32_t j = l->cut_pred_start[q]; j < l->cut_pred_start[q + 1]; j++) {
@@ -394,13 +512,13 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
 static int follows(Liveness *l, uint32_t t, uint32_t r) {
     const uint64_t *bits = good_bits(l, r);
     if (!bits) return 0;
-    int32_t last = l->answered[t];
+    int64_t last = (int64_t)l->answered[t] - 1;
     if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
     for (uint32_t w = 0; w < l->words; w++)
         for (uint64_t x = bits[w]; x; x &= x - 1) {
             uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
-            if ((int32_t)v != last && canonical_pair(l->checker, t, v)) {
-                l->answered[t] = (int32_t)v;
+            if ((int64_t)v != last && canonical_pair(l->checker, t, v)) {
+                l->answered[t] = v + 1;
                 return 1;
             }
         }
@@ -442,7 +560,7 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
         if (pending->owned) PyMem_Free(pending->tokens);
         pending->tokens = rest, pending->count = kept, pending->owned = 1;
         rest = NULL;
-        int became = grow(l, q, settled, found);
+        int became = grow(l, q, settled, found, NO_GROUP);
         if (became < 0) goto failed;
         if (became)
             for (uint32_t j = l->cut_pred_start[q]; j < l->cut_pred_start[q + 1]; j++)
@@ -456,16 +574,20 @@ done:
     return rc;
 }
 
+/* A bitset as a Python int, read straight from its words (little-endian bytes on a little-endian host). */
 static PyObject *bitset_int(const uint64_t *bits, uint32_t words) {
     while (words && !bits[words - 1]) words--;
-    PyObject *packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)words * 8);
-    if (!packed) return NULL;
-    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(packed);
+#if PY_LITTLE_ENDIAN
+    return _PyLong_FromByteArray((const unsigned char *)bits, (size_t)words * 8, 1, 0);
+#else
+    unsigned char *bytes = PyMem_Malloc((size_t)words * 8 + 1);
+    if (!bytes) return PyErr_NoMemory();
     for (uint32_t w = 0; w < words; w++)
-        for (int b = 0; b < 8; b++) out[8 * w + b] = (uint8_t)(bits[w] >> (8 * b));
-    PyObject *value = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "Os", packed, "little");
-    Py_DECREF(packed);
+        for (int b = 0; b < 8; b++) bytes[8 * w + b] = (unsigned char)(bits[w] >> (8 * b));
+    PyObject *value = _PyLong_FromByteArray(bytes, (size_t)words * 8, 1, 0);
+    PyMem_Free(bytes);
     return value;
+#endif
 }
 
 /* good[q] as Python ints: one int per distinct set, held by every state with that value. */
@@ -510,17 +632,22 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     if (!checker_ready(l.checker)) return NULL;
     l.n = n, l.words = (l.checker->size + 63) / 64;
     if (n == 0) return Py_BuildValue("([][])");
+    /* Only ints, lists of ints and tuples of those are made here, hundreds of thousands of them for a large
+     * pattern: no cycle to collect, and the collections their allocations would trigger scan the whole heap
+     * now and then (a tenth of a maxLength: 20 string's solve). */
+    int collecting = PyGC_Disable();
     l.good = PyMem_Malloc((size_t)n * sizeof(int32_t));
     l.fresh = PyMem_Malloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_Calloc(l.words + 1, 8);
     l.open = PyMem_Calloc(n, 1), l.queued = PyMem_Calloc(n, 1), l.queue = PyMem_Malloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_Malloc(l.stack_size * 4);
-    l.answered = PyMem_Malloc((size_t)l.checker->size * 4);
+    l.answered = PyMem_Calloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
     l.filed = PyList_New(n);
-    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed) {
+    l.state_object = PyMem_Calloc(n, sizeof(PyObject *));
+    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed ||
+        !l.state_object) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    for (uint32_t t = 0; t < l.checker->size; t++) l.answered[t] = -1;
     for (uint32_t q = 0; q < n; q++) l.good[q] = -1;
     if (table_grow(&l)) goto done;
     for (uint32_t q = 0; q < n; q++) {
@@ -530,6 +657,14 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
         PyList_SET_ITEM(l.filed, q, list);
     }
     if (liveness_read_cut(&l, cut) || liveness_read_groups(&l, groups)) goto done;
+    size_t memo_size = 64;
+    while (memo_size < 2 * (size_t)l.pairs && memo_size < ((size_t)1 << 15)) memo_size *= 2;
+    l.memo = PyMem_Malloc(memo_size * sizeof(GrowMemo)), l.memo_mask = memo_size - 1;
+    if (!l.memo) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < memo_size; k++) l.memo[k] = (GrowMemo){FREE_ENTRY, 0, NO_GROUP, 0, 0, 0};
 
     uint8_t *final = PyMem_Calloc(n, 1);
     if (!final) {
@@ -583,6 +718,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     }
 done:
     liveness_free(&l);
+    if (collecting) PyGC_Enable();
     return result;
 }
 
