@@ -50,14 +50,14 @@ typedef struct {
     Py_ssize_t rows_words, rows_kept;
 } GuideCore;
 
-static inline size_t memo_slot(uint64_t key, size_t capacity) {
+static inline size_t memo_home(uint64_t key, size_t capacity) {
     return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & (capacity - 1);
 }
 
 /* The value kept for `key`, or NULL. */
 static void *memo_find(const MemoTable *t, uint64_t key) {
     if (!t->capacity) return NULL;
-    for (size_t i = memo_slot(key, t->capacity);; i = (i + 1) & (t->capacity - 1)) {
+    for (size_t i = memo_home(key, t->capacity);; i = (i + 1) & (t->capacity - 1)) {
         if (t->keys[i] == key) return t->values + i * t->value_size;
         if (t->keys[i] == MEMO_FREE) return NULL;
     }
@@ -86,7 +86,7 @@ static int memo_grow(MemoTable *t, size_t capacity) {
     memset(keys, 0xff, capacity * sizeof(uint64_t));
     for (size_t j = 0; j < t->capacity; j++) {
         if (t->keys[j] == MEMO_FREE) continue;
-        size_t i = memo_slot(t->keys[j], capacity);
+        size_t i = memo_home(t->keys[j], capacity);
         while (keys[i] != MEMO_FREE) i = (i + 1) & (capacity - 1);
         keys[i] = t->keys[j];
         memcpy(values + i * t->value_size, t->values + j * t->value_size, t->value_size);
@@ -105,7 +105,7 @@ static void *memo_insert(MemoTable *t, uint64_t key, size_t kept, void (*release
     if (!kept) return NULL;
     if (t->count >= kept) memo_clear(t, release);
     if (4 * (t->count + 1) > 3 * t->capacity && memo_grow(t, t->capacity ? 2 * t->capacity : 64)) return NULL;
-    size_t i = memo_slot(key, t->capacity);
+    size_t i = memo_home(key, t->capacity);
     while (t->keys[i] != MEMO_FREE) i = (i + 1) & (t->capacity - 1);
     t->keys[i] = key;
     t->count++;
