@@ -24,6 +24,9 @@ cl100k, it measures for bpefst (canonical, on demand: the route of
   masks are built; the peers' are built up front anyway); ``cold``: the first
   decode over a fresh automaton, states expanded as reached (its mean, and the
   99th percentile of the steps of one more cold pass, each step timed).
+* **a bounded free-text string**: ``{"type": "string", "maxLength": 20}``
+  through ``bpefst.promote(tokenizer, json_schema=...)``, promote to the first
+  mask, best of N, beside llguidance's grammar, matcher and first mask.
 
 Ratios are ours / peer (below 1: we are faster).
 """
@@ -331,6 +334,27 @@ def bench_vocab(label: str, repeat: int, use_llguidance: bool) -> None:
             short = sum(map(len, walks)) - sum(map(len, theirs))
             steps += f" {t_step * 1e6:>9.1f}us {warm / t_step:>5.2f}x" + (f" (-{short} steps)" if short else "")
         print(line + f" {cold * 1e6:>8.1f}us {cold_p99 * 1e6:>7.0f}us {warm * 1e6:>8.1f}us" + steps, flush=True)
+    bench_bounded_string(ours, peers, repeat)
+
+
+BOUNDED_STRING = {"type": "string", "maxLength": 20}  # free text, bounded: every character counted
+
+
+def bench_bounded_string(ours: Ours, peers: list, repeat: int) -> None:
+    """Set-up (promote + first mask) of a free-text string of at most 20 characters, beside llguidance's."""
+    def first():
+        guided = bpefst.promote(ours.model, json_schema=BOUNDED_STRING).guide(stop_ids=[ours.eos])
+        guided.fill_next_token_bitmask(guided.start, ours.bitmask)
+
+    t_ours, _ = best_of(repeat, first)
+    line = f"{'maxLength:20 string schema':>26}: set-up {t_ours:.2f}s"
+    for peer in peers:
+        if isinstance(peer, LLGuidance):
+            grammar = peer.llguidance.LLMatcher.grammar_from_json_schema(json.dumps(BOUNDED_STRING),
+                                                                         defaults={"whitespace_flexible": False})
+            t_peer, _ = best_of(repeat, lambda: peer.first(grammar))
+            line += f", llguidance {t_peer * 1e3:.1f}ms"
+    print(line, flush=True)
 
 
 def main() -> None:
