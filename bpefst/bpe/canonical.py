@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 import zlib
 from array import array
+from functools import cached_property
 from typing import Iterable, Sequence
 
 from ..artifact import pack_ints, unpack_ints
@@ -59,6 +60,11 @@ class CanonicalAutomaton:
         self.reachable = forest.reachable
         self.stats: dict[str, object] = {}
         self._pair_checker = None
+
+    @cached_property
+    def reachable_flags(self) -> bytes:
+        """``reachable`` as one byte per token (what the compiled walks take), made once."""
+        return bytes(self.reachable)
 
     def pair_checker(self):
         """The compiled canonical-pair test over this forest (``bpefst._core.PairChecker``, the twin of

@@ -45,7 +45,6 @@ from __future__ import annotations
 from collections import deque
 from itertools import repeat
 from operator import itemgetter
-from weakref import WeakKeyDictionary
 
 from .. import native
 from ..automata import DFA
@@ -73,7 +72,7 @@ class OnDemandCanonical:
         self.finals_q = chunked.finals
         self.cut = list(map(dict.get, chunked.transitions, repeat(boundary)))  # (200k rows for a bounded string)
         # tokens A_BPE never produces are no arcs at all
-        groups = walk_groups(chunked, trie, max_lattice_arcs, keep=_reachable_bytes(automaton))
+        groups = walk_groups(chunked, trie, max_lattice_arcs, keep=automaton.reachable_flags)
         if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens
             groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
         self.groups = groups
@@ -443,19 +442,6 @@ class _WorkQueue:
         r = self._queue.popleft()
         self._queued[r] = 0
         return r
-
-
-_REACHABLE_BYTES: WeakKeyDictionary = WeakKeyDictionary()
-
-
-def _reachable_bytes(automaton: CanonicalAutomaton) -> bytes:
-    """``automaton.reachable`` as one byte per token, made once per automaton: the compiled walk takes its
-    ``keep`` flags as bytes, and converting the 50k-100k flags on every promotion was a tenth of a small
-    pattern's set-up (0.7 ms of the JSON pattern's 6 ms over GPT-2)."""
-    found = _REACHABLE_BYTES.get(automaton)
-    if found is None:
-        found = _REACHABLE_BYTES[automaton] = bytes(automaton.reachable)
-    return found
 
 
 def _shared(bitsets: list[int]) -> list[int]:
