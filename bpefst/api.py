@@ -117,8 +117,8 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
     reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.  With the default
     ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_arcs``
-    is promoted with the first cut of :func:`~bpefst.promotion.schema_fallback.schema_fallback` that fits (extra values one level deep, or
-    scalars; then only the outermost object open; then every object closed), with one
+    is promoted with the first cut of :func:`~bpefst.promotion.schema_fallback.schema_fallback` that fits
+    (extra values one level deep, or scalars; then only the outermost object open; then every object closed), with one
     :class:`~bpefst.regex.json_schema.SchemaWarning` saying what was cut and where (extra members are what
     makes most real-world schemas too large over a 50k-100k vocabulary); ``open_objects=True`` refuses it
     instead.
