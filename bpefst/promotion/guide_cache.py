@@ -43,17 +43,17 @@ def save(path: str | Path, lazy: OnDemandCanonical, fingerprint: str, pattern: s
     parts = lazy.liveness()
     # Lattice states share token groups (a group is filed under every state it leaves) and
     # often equal good sets, so both are stored once and referred to by number.
-    groups: dict[int, int] = {}
+    groups: dict[int, tuple] = {}  # id(tokens) -> (tokens, its number)
     group_data: list[bytes] = []
     goods: dict[int, int] = {}
     good_data: list[bytes] = []
 
     def group(tokens) -> int:
-        k = groups.get(id(tokens))
-        if k is None:
-            k = groups[id(tokens)] = len(group_data)
+        found = groups.get(id(tokens))
+        if found is None or found[0] is not tokens:  # kept beside its number, so its id is not reused
+            found = groups[id(tokens)] = (tokens, len(group_data))
             group_data.append(pack_ints(tokens))
-        return k
+        return found[1]
 
     def good(mask: int) -> int:
         k = goods.get(mask)

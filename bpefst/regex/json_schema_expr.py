@@ -138,23 +138,23 @@ class TooLong(Exception):
 
 def render(node: Node, budget: int | None = None) -> str:
     """The regex text of ``node``; :class:`TooLong` when it would pass ``budget`` characters."""
-    done: dict[int, str] = {}
+    # A rendered node is kept beside its text: a Built's graph may be made on each call and dropped after,
+    # and a later node allocated at the same address must not find the first one's text under its id.
+    done: dict[int, tuple[Node, str]] = {}
     total = [0]
 
     def text(n: Node) -> str:
         found = done.get(id(n))
-        if found is not None:
-            return found
+        if found is not None and found[0] is n:
+            return found[1]
         out = _render_one(n, text)
         total[0] += len(out)
         if budget is not None and total[0] > budget:
             raise TooLong()
-        done[id(n)] = out
+        done[id(n)] = (n, out)
         return out
 
     return text(node)
-
-
 
 
 def _render_one(n: Node, text) -> str:
