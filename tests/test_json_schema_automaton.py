@@ -17,11 +17,12 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bpefst.automata import DFA, minimize
 from bpefst.automata.equivalence import counterexample
 from bpefst.automata.language import sampler
 from bpefst.regex import ByteAlphabet, CharAlphabet, compile_regex
 from bpefst.regex.json_schema import SchemaWarning, schema_to_dfa, schema_to_regex
-from bpefst.regex.json_schema_automaton import LEAF_CACHE, _leaves, leaf_dfa
+from bpefst.regex.json_schema_automaton import LEAF_CACHE, _leaves, leaf_dfa, minimal
 
 jsonschema = pytest.importorskip("jsonschema")
 Validator = jsonschema.Draft202012Validator
@@ -158,3 +159,59 @@ def test_leaf_cache_stays_bounded():
     for n in range(LEAF_CACHE + 20):
         leaf_dfa(f"x{{{n}}}", ByteAlphabet())
     assert len(_leaves) <= LEAF_CACHE
+
+
+# -- the minimization of the direct construction -------------------------------------------------------------------------
+def _random_trim_table(rng: random.Random, size: int, symbols: int):
+    """A random table whose arcs all lead to states that reach a final state (as the construction's do)."""
+    rows = [{a: rng.randrange(size) for a in rng.sample(range(symbols), rng.randint(0, symbols))} for _ in range(size)]
+    finals = bytearray(rng.random() < 0.3 for _ in range(size))
+    live = {q for q in range(size) if finals[q]}
+    grew = True
+    while grew:
+        grew = False
+        for q, row in enumerate(rows):
+            if q not in live and not live.isdisjoint(row.values()):
+                live.add(q)
+                grew = True
+    rows = [{a: t for a, t in row.items() if t in live} for row in rows]
+    return rows, finals, sorted(live)
+
+
+def _inflated(rng: random.Random, rows, finals, live, copies: int):
+    """Each state as ``copies`` equivalent states, each arc into a random copy of its target."""
+    big = [{a: t * copies + rng.randrange(copies) for a, t in row.items()} for row in rows for _ in range(copies)]
+    big_finals = bytearray(f for f in finals for _ in range(copies))
+    return big, big_finals, [q * copies + c for q in live for c in range(copies)]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_minimal_gives_the_minimal_automaton(seed):
+    # few symbols and many states, copied: many equivalent states, and long chains told apart late
+    rng = random.Random(seed)
+    table = _random_trim_table(rng, rng.randint(2, 40), rng.randint(1, 4))
+    rows, finals, live = _inflated(rng, *table, rng.randint(1, 4))
+    if not live:
+        return
+    start = rng.choice(live)
+    got = minimal(rows, start, finals)
+    want = minimize(DFA(rows, start, frozenset(q for q in range(len(rows)) if finals[q])))
+    assert got.start == 0
+    assert got.num_states == want.num_states
+    assert counterexample(got, want) is None
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+@pytest.mark.parametrize("whitespace", [0, 1])
+def test_direct_automaton_is_minimal(schema, whitespace):
+    direct = quiet(schema_to_dfa, schema, whitespace=whitespace, max_depth=1)
+    assert direct.num_states == minimize(direct).num_states
+
+
+def test_minimal_tells_apart_states_whose_symbols_swap_targets():
+    # 1 and 2 read a and b into the same two states, each the other way round: not equivalent
+    rows = [{0: 1, 1: 2}, {0: 3, 1: 4}, {0: 4, 1: 3}, {}, {2: 3}]
+    finals = bytearray([0, 0, 0, 1, 0])
+    got = minimal(rows, 0, finals)
+    assert got.num_states == 5
+    assert got.accepts([0, 0]) and got.accepts([1, 1]) and not got.accepts([1, 0]) and got.accepts([1, 0, 2])

@@ -17,7 +17,9 @@ construction:
   without arcs *is* the continuation (arcs into it go there), a final state
   with arcs (a number, which may go on) also takes the continuation's arcs
   (they must read other symbols; where they do not, as whitespace around
-  whitespace, the older route below builds the graph);
+  whitespace, the older route below builds the graph); a copied state's
+  row is written only if the construction reads it (most are not: the
+  minimization reads the copied automaton's rows and profiles);
 * a union starts in a state whose arcs are the union of the branches'; where
   two branches read the same symbol (two objects, two strings) the targets
   are joined the same way, a subset construction confined to where the
@@ -35,7 +37,9 @@ continuation read the same symbol (``whitespace > 0``), the whole graph is
 built the older way instead: one NFA, determinized.  Both ways count states
 and arcs as they go and stop with :class:`StateLimitExceeded` /
 :class:`ArcLimitExceeded` (the translator names the JSON pointer being built).
-The result is minimized once.
+The result is minimized once (:func:`minimal`: the construction is nearly
+minimal, so most states are told apart by the symbols they read and the
+first word they accept before any refinement).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from itertools import groupby
 from operator import itemgetter
+from typing import NamedTuple
 
 from ..automata import DFA, NFA, determinize, minimize
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
@@ -106,9 +111,28 @@ def built_dfa(node: Built, alphabet: Alphabet, made: dict | None = None) -> DFA:
     return dfa
 
 
-def piece_profiles(dfa: DFA) -> list:
-    """Per state of ``dfa``, its arcs grouped by target: ``[(target, frozenset(symbols)), ...]`` (kept for the
-    automata copied into many translations, so that :func:`minimal` need not group a copy's arcs again)."""
+class Profile(NamedTuple):
+    """A state's arcs grouped by target: what :func:`minimal` compares states by, and what a row is written
+    from a group at a time (:func:`written_row`).  Kept per copied automaton: a copy's states share them."""
+
+    targets: tuple  # the targets, in the order of their first arc in the row
+    groups: tuple  # per target, the frozenset of symbols leading there
+    symbols: frozenset  # every symbol the state reads
+    lowest: tuple  # per target, the smallest symbol leading there
+    widest: int  # the index of the group with the most symbols
+
+
+def profile_of(row: dict[int, int], groups_by_target: dict[int, frozenset]) -> Profile:
+    """The :class:`Profile` of ``row``, its arcs grouped by target in ``groups_by_target``."""
+    targets = tuple(dict.fromkeys(row.values()))
+    groups = tuple(map(groups_by_target.__getitem__, targets))
+    sizes = list(map(len, groups))
+    return Profile(targets, groups, frozenset(row), tuple(map(min, groups)), sizes.index(max(sizes)) if sizes else 0)
+
+
+def piece_profiles(dfa: DFA) -> list[Profile]:
+    """Per state of ``dfa``, its :class:`Profile` (kept for the automata copied into many translations, so that
+    a copy's rows are written a group at a time and :func:`minimal` need not group a copy's arcs again)."""
     found = _profiles.get(id(dfa))
     if found is not None and found[0] is dfa:
         return found[1]
@@ -117,7 +141,7 @@ def piece_profiles(dfa: DFA) -> list:
     return profiles
 
 
-def remember_profiles(dfa: DFA, profiles: list) -> None:
+def remember_profiles(dfa: DFA, profiles: list[Profile]) -> None:
     global _profiled_states
     if len(_profiles) >= PROFILE_CACHE or _profiled_states > PROFILE_STATES:
         _profiles.clear()
@@ -126,8 +150,36 @@ def remember_profiles(dfa: DFA, profiles: list) -> None:
     _profiled_states += len(profiles)
 
 
-def _profile(row: dict[int, int]) -> list:
-    return [(t, frozenset(map(_first, arcs))) for t, arcs in groupby(sorted(row.items(), key=_second), _second)]
+def _profile(row: dict[int, int]) -> Profile:
+    if len(row) == 1:  # most rows built here: a literal's
+        ((symbol, target),) = row.items()
+        symbols = frozenset(row)
+        return Profile((target,), (symbols,), symbols, (symbol,), 0)
+    by_target = groupby(sorted(row.items(), key=_second), _second)
+    return profile_of(row, {t: frozenset(map(_first, arcs)) for t, arcs in by_target})
+
+
+def written_row(row: dict[int, int], targets: tuple, profile: Profile, target_id, rename=None) -> dict[int, int]:
+    """``row`` with its targets mapped by ``target_id`` (and its symbols by ``rename``), keys in ``row``'s order;
+    ``profile``: ``row``'s :class:`Profile`, ``targets``: its targets (or the states that stand for them).
+
+    Written a group at a time: every symbol to the widest group's target
+    (``dict.fromkeys`` of a dict copies its keys without hashing them again),
+    then the other groups' symbols; a string's row of two hundred bytes into
+    a few states costs a few steps, not two hundred.
+    """
+    if len(targets) == 1 and rename is None:  # most rows
+        return dict.fromkeys(row, target_id(targets[0]))
+    _, groups, _, _, widest = profile
+    if not targets:
+        return {}
+    keys = row if rename is None else map(rename.__getitem__, row)
+    out = dict.fromkeys(keys, target_id(targets[widest]))
+    for i, target in enumerate(targets):
+        if i != widest:
+            group = groups[i] if rename is None else map(rename.__getitem__, groups[i])
+            out.update(dict.fromkeys(group, target_id(target)))
+    return out
 
 
 def _alphabet_key(alphabet: Alphabet):
@@ -193,7 +245,7 @@ class _Direct:
         self.stack: list[str] = [""]  # pointers of the nodes being built, innermost last
         self.made_by: Counter = Counter()  # pointer -> states and arcs made while it was the innermost schema
         self.failed_at = ""
-        self.rows: list[dict[int, int]] = []
+        self.rows: list[dict[int, int] | None] = []  # None: a copied state's row, written when first read (row())
         self.finals = bytearray()
         self.arcs = 0
         self.memo: dict[tuple[int, int], int | None] = {}  # (id(node), continuation) -> start
@@ -203,7 +255,8 @@ class _Direct:
         self.spelled: dict[str, tuple | None] = {}
         self.made: dict = {}
         self.nullable_memo: dict[int, bool] = {}
-        self.copied: dict[int, tuple[list, list]] = {}  # state -> (the copied state's piece profile, the copy's ids)
+        # state -> (the copied state's profile, the copy's ids, the copied state's row), while its row is the copy's
+        self.copied: dict[int, tuple[Profile, list, dict]] = {}
 
     def pointer(self) -> str:
         """Where a limit was hit: the innermost schema being built then, or (at the top) the one that made the
@@ -216,16 +269,27 @@ class _Direct:
     def new(self, row: dict[int, int], final: bool = False) -> int:
         self.rows.append(row)
         self.finals.append(final)
-        self.arcs += len(row)
-        self.made_by[self.stack[-1]] += len(row) + 1
-        count = len(self.rows)
-        if self.max_states is not None and count > self.max_states:
+        self.counted(1, len(row))
+        return len(self.rows) - 1
+
+    def counted(self, states: int, arcs: int) -> None:
+        """Count states and arcs just added to the table against the limits."""
+        self.arcs += arcs
+        self.made_by[self.stack[-1]] += states + arcs
+        if self.max_states is not None and len(self.rows) > self.max_states:
             self.failed_at = self.stack[-1]
             raise StateLimitExceeded("the schema's automaton", self.max_states)
         if self.arcs > MAX_ARCS:
             self.failed_at = self.stack[-1]
             raise ArcLimitExceeded("the schema's automaton", MAX_ARCS)
-        return count - 1
+
+    def row(self, q: int) -> dict[int, int]:
+        """State ``q``'s row, written now if ``q`` is a copied state whose row no one has read yet."""
+        row = self.rows[q]
+        if row is None:
+            profile, ids, source = self.copied[q]
+            row = self.rows[q] = written_row(source, profile.targets, profile, ids.__getitem__)
+        return row
 
     def dfa(self, node: Node, rename=None) -> DFA:
         end = self.new({}, True)
@@ -312,14 +376,14 @@ class _Direct:
         self.waiting[state] = []
         first = self.sequence(parts, state)
         if first is None:
-            row, final = dict(self.rows[k]), self.finals[k]
+            row, final = dict(self.row(k)), self.finals[k]
         elif first in self.unfinished:
             raise _NotDirect()
-        elif self.rows[first].keys().isdisjoint(self.rows[k]):
-            row, final = {**self.rows[k], **self.rows[first]}, self.finals[k]
+        elif self.row(first).keys().isdisjoint(self.row(k)):
+            row, final = {**self.row(k), **self.row(first)}, self.finals[k]
         else:  # both start alike (whitespace before the comma and before the closing bracket)
             joined = self.union([first, k])
-            row, final = dict(self.rows[joined]), self.finals[joined]
+            row, final = dict(self.row(joined)), self.finals[joined]
         self.rows[state] = row
         self.arcs += len(row)
         self.made_by[self.stack[-1]] += len(row)
@@ -371,40 +435,44 @@ class _Direct:
 
     # -- gluing ------------------------------------------------------------------------------
     def graft(self, dfa: DFA, k: int) -> int | None:
-        """A copy of ``dfa`` in front of ``k``."""
+        """A copy of ``dfa`` in front of ``k``: its final states without arcs are ``k``, the others new states.
+
+        A copied state's row is written only when something reads it (:meth:`row`:
+        a union, a join, a loop; most rows of a copy are never read); the
+        minimization reads the copied automaton's profiles and rows instead.
+        """
         transitions, finals = dfa.transitions, dfa.finals
         if not finals:
             return None
-        base = len(self.rows)
+        first = len(self.rows)
         ids = []
-        joins = []
+        kept = []  # the states copied (the others are k)
         for q, row in enumerate(transitions):
             if q in finals and not row:
                 ids.append(k)
             else:
-                ids.append(base)
-                base += 1
-                if q in finals:
-                    joins.append(q)
-        to_id = ids.__getitem__
+                ids.append(first + len(kept))
+                kept.append(q)
         local = self.made.get(("profiles", id(dfa)))
         profiles = local[1] if local is not None and local[0] is dfa else piece_profiles(dfa)
-        copied = self.copied
-        for q, row in enumerate(transitions):
-            if ids[q] != k:
-                copied[self.new(dict(zip(row, map(to_id, row.values()))))] = (profiles[q], ids)
-        for q in joins:
-            self.join(ids[q], k)
+        self.rows.extend([None] * len(kept))
+        self.finals.extend(bytes(len(kept)))
+        self.copied.update((first + i, (profiles[q], ids, transitions[q])) for i, q in enumerate(kept))
+        self.counted(len(kept), dfa.num_arcs)  # the states left out have no arcs
+        for q in kept:
+            if q in finals:
+                self.join(ids[q], k)
         return ids[dfa.start]
 
     def join(self, q: int, k: int) -> None:
         """State ``q`` also goes on as ``k`` does (``q`` is a final state of a copied DFA)."""
+        self.row(q)
         self.copied.pop(q, None)  # its arcs are no longer the copied state's
         if k in self.unfinished:  # a loop's state, filled in later
             self.waiting[k].append(q)
             self.unfinished.add(q)
             return
-        row, more = self.rows[q], self.rows[k]
+        row, more = self.rows[q], self.row(k)
         if not row.keys().isdisjoint(more):
             # the copy may go on where the continuation starts (whitespace after a nullable whitespace leaf):
             # the joined arcs would need the other copied states' joined arcs first, so the NFA route builds it
@@ -435,7 +503,7 @@ class _Direct:
             final = False
             for q in subset:
                 final = final or finals[q]
-                for symbol, target in rows[q].items():
+                for symbol, target in self.row(q).items():
                     mine = row.get(symbol)
                     if mine is None:
                         row[symbol] = target
@@ -463,96 +531,189 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     numbered breadth-first; ``rename`` maps symbols to the ones the result uses.
 
     Every stored state must reach a final state (the construction keeps only
-    such states), so two equivalent states are final alike and read the same
-    symbols: states start in blocks by finality and the set of symbols they
-    read.  Blocks of several states are then split by where their arcs lead
-    (Moore's refinement; a state's arcs grouped by target once, so a row of
-    two hundred bytes into three states costs three steps a round), and only
-    blocks with an arc into a state that moved are looked at again, until no
-    block splits: the coarsest stable partition, i.e. the minimal automaton.
-    The construction's automata are nearly minimal, so this settles in a few
-    rounds; past a budget of rounds (long chains of equal-looking states) the
-    reachable automaton goes to Hopcroft's :func:`~bpefst.automata.minimize`
-    instead, whose worst case is ``O(m log n)``.
+    such states), so two equivalent states read the same symbols and accept
+    the same first word (in length-then-symbols order): states start in
+    blocks by both, which leaves most states alone in theirs.  Blocks of
+    several states are then split by where their arcs lead (Moore's
+    refinement on a state's arcs grouped by target, so a row of two hundred
+    bytes into three states costs three steps; only states with an arc into
+    a state that moved are looked at again), until no block splits: the
+    coarsest stable partition, i.e. the minimal automaton.  Past a budget of
+    rounds (long chains of equal-looking states) the reachable automaton goes
+    to Hopcroft's :func:`~bpefst.automata.minimize` instead, whose worst case
+    is ``O(m log n)``.  ``copied`` (:class:`_Direct`'s): the states whose
+    profiles and rows are a copied automaton's.
     """
+    order, arcs, before = _reachable(rows, start, copied)
+    words = _shortest_words(order, arcs, before, finals, len(rows))
+    block_of, groups, count = _first_blocks(order, arcs, words, len(rows))
+    if not _refine(block_of, groups, count, arcs, before):
+        return _hopcroft(rows, order, finals, rename, copied, arcs)
+    return _quotient(rows, order, finals, block_of, rename, copied, arcs)
+
+
+def _reachable(rows: list[dict[int, int]], start: int, copied) -> tuple[list[int], dict[int, tuple], dict[int, list]]:
+    """The states ``start`` reaches, in breadth-first order; each one's ``(targets, profile)``: its
+    :class:`Profile` and the targets in this table (a copied state's profile is its copied state's); and each
+    one's predecessors (a state with several arcs into it may be listed several times)."""
     order = [start]
+    arcs = {}
+    before: dict[int, list[int]] = {start: []}
     seen = bytearray(len(rows))
     seen[start] = 1
+    copied = copied or {}
     for q in order:  # grows while we iterate: breadth-first
-        row = rows[q]
-        for r in (set(row.values()) if len(row) > 4 else row.values()):
-            if not seen[r]:
+        known = copied.get(q)
+        if known is None:
+            profile = _profile(rows[q])
+            targets = profile.targets
+        else:
+            profile, ids, _ = known
+            targets = tuple(map(ids.__getitem__, profile.targets))
+        arcs[q] = (targets, profile)
+        for r in (set(targets) if len(profile.symbols) > 4 else targets):  # the order of set(row.values()), as before
+            if seen[r]:
+                before[r].append(q)
+            else:
                 seen[r] = 1
                 order.append(r)
+                before[r] = [q]
+    return order, arcs, before
+
+
+def _shortest_words(order: list[int], arcs: dict[int, tuple], before: dict[int, list], finals, size: int) -> list:
+    """Per state, a number naming the first in length-then-symbols order of the words it accepts (None where
+    none): equal for equivalent states, so a first partition much closer to the final one than finality
+    alone (the refinement's rounds are what minimizing costs).  Found from the final states backwards,
+    a length at a time: a state's word is its smallest symbol into a state of the previous length, then that
+    state's word."""
+    words: list = [None] * size
+    layer = [q for q in order if finals[q]]
+    for q in layer:
+        words[q] = 0
+    named: dict[tuple, int] = {}  # (symbol, the rest's number) -> number
+    while layer:
+        done = set(layer)
+        nxt = {p for q in layer for p in before[q] if words[p] is None}
+        for p in nxt:
+            targets, profile = arcs[p]
+            if len(targets) == 1:
+                symbol, target = profile.lowest[0], targets[0]
+            else:
+                symbol, target = min((low, t) for t, low in zip(targets, profile.lowest) if t in done)
+            words[p] = named.setdefault((symbol, words[target]), len(named) + 1)
+        layer = list(nxt)
+    return words
+
+
+def _first_blocks(order: list[int], arcs: dict[int, tuple], words: list,
+                  size: int) -> tuple[list[int], dict[int, set[int]], int]:
+    """The first partition, by the symbols read and the first word accepted (which says whether the state is
+    final): each state's block, the blocks of two or more states, and the number of blocks."""
     blocks: dict[tuple, list[int]] = {}
     for q in order:
-        blocks.setdefault((bool(finals[q]), frozenset(rows[q])), []).append(q)
-    block_of = [0] * len(rows)
-    groups: dict[int, list[int]] = {}  # blocks of two or more states
+        blocks.setdefault((arcs[q][1].symbols, words[q]), []).append(q)
+    block_of = [0] * size
+    groups: dict[int, set[int]] = {}  # blocks of two or more states
     for i, members in enumerate(blocks.values()):
         for q in members:
             block_of[q] = i
         if len(members) > 1:
-            groups[i] = members
-    count = len(blocks)
-    profiles: dict[int, list[tuple[int, frozenset]]] = {}  # state -> (target, symbols), for states in groups
-    for members in groups.values():
-        for q in members:
-            known = copied.get(q) if copied else None
-            if known is None:
-                profiles[q] = _profile(rows[q])
-            else:
-                ids = known[1]
-                profiles[q] = [(ids[t], symbols) for t, symbols in known[0]]
-    before: dict[int, list[int]] | None = None  # state -> the states of groups with an arc into it (made at the first move)
-    budget = 24 * len(profiles) + 1000  # signatures computed before giving the work to Hopcroft
-    check = set(groups)
-    while check:
-        moved = []
-        for b in check:
-            members = groups.get(b)
-            if members is None:
-                continue
-            budget -= len(members)
-            parts: dict[frozenset, list[int]] = {}
-            for q in members:
-                where: dict[int, frozenset] = {}
-                for t, symbols in profiles[q]:
-                    c = block_of[t]
-                    seen = where.get(c)
-                    where[c] = symbols if seen is None else seen | symbols
-                parts.setdefault(frozenset(where.items()), []).append(q)
-            if len(parts) == 1:
-                continue
-            del groups[b]
-            for i, part in enumerate(parts.values()):
-                if i:  # the first part keeps the block's number; the others move to new ones
-                    for q in part:
-                        block_of[q] = count
-                    moved.extend(part)
-                    label = count
-                    count += 1
-                else:
-                    label = b
-                if len(part) > 1:
-                    groups[label] = part
+            groups[i] = set(members)
+    return block_of, groups, len(blocks)
+
+
+def _refine(block_of: list[int], groups: dict[int, set[int]], count: int, arcs: dict[int, tuple],
+            before: dict[int, list]) -> bool:
+    """Split the groups until every block's states lead to the same blocks on the same symbols: the coarsest
+    stable partition.  False when the budget of signatures runs out first (``block_of`` is then partial).
+
+    Only a state with an arc into a state that changed block can stop being
+    like the others of its block, so a round looks at those states only (at
+    first, all of them): they are split by signature, the untouched states
+    keep the block's number, and where all were touched the largest part
+    keeps it; the states given a new number are the next round's.
+    """
+    budget = 24 * sum(map(len, groups.values())) + 1000  # signatures computed before giving the work to Hopcroft
+    touched = {b: set(members) for b, members in groups.items()}
+    while touched:
+        moved: list[int] = []
+        for b, states in touched.items():
+            budget -= len(states)
+            count = _split(b, states, block_of, groups, arcs, count, moved)
         if budget < 0:
-            number = [0] * len(rows)
-            for i, q in enumerate(order):
-                number[q] = i
-            reachable = [dict(zip(rows[q], map(number.__getitem__, rows[q].values()))) for q in order]
-            dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
-            if rename is None:
-                return dfa
-            return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals,
-                       check=False)
-        if moved and before is None:
-            before = {}
-            for q, profile in profiles.items():
-                for t, _ in profile:
-                    before.setdefault(t, []).append(q)
-        check = {block_of[p] for q in moved for p in before.get(q, ())} if moved else set()
-    # the quotient, numbered by first appearance in the breadth-first order
+            return False
+        touched = {}
+        for q in moved:
+            for p in before.get(q, ()):
+                b = block_of[p]
+                if b in groups:
+                    touched.setdefault(b, set()).add(p)
+    return True
+
+
+def _split(b: int, states: set[int], block_of: list[int], groups: dict[int, set[int]], arcs: dict[int, tuple],
+           count: int, moved: list[int]) -> int:
+    """Split block ``b``'s touched ``states`` by signature (the rest of the block keeps its number); the
+    states numbered anew are added to ``moved``; the number of blocks after."""
+    members = groups[b]
+    parts: dict = {}
+    for q in states:
+        targets, profile = arcs[q]
+        parts.setdefault(_signature(block_of, targets, profile.groups), []).append(q)
+    if len(parts) == 1 and len(states) == len(members):
+        return count
+    split = list(parts.values())
+    if len(states) == len(members):  # no untouched state: the largest part keeps the number
+        split.remove(max(split, key=len))
+    for part in split:
+        members.difference_update(part)
+        for q in part:
+            block_of[q] = count
+        moved.extend(part)
+        if len(part) > 1:
+            groups[count] = set(part)
+        count += 1
+    if len(members) < 2:
+        del groups[b]
+    return count
+
+
+def _signature(block_of: list[int], targets: tuple, symbols: tuple):
+    """The blocks a state's arcs lead to, each with its symbols: equal for the states of a block that stay
+    together.  The states of a block read the same symbols, so arcs all into one block are that block's
+    number; targets sharing a block have their symbols merged."""
+    if len(targets) == 1:
+        return block_of[targets[0]]
+    blocks = tuple(map(block_of.__getitem__, targets))
+    distinct = len(set(blocks))
+    if distinct == 1:
+        return blocks[0]
+    if distinct == len(blocks):
+        return frozenset(zip(blocks, symbols))
+    where: dict[int, frozenset] = {}
+    for c, group in zip(blocks, symbols):
+        seen = where.get(c)
+        where[c] = group if seen is None else seen | group
+    return frozenset(where.items())
+
+
+def _hopcroft(rows, order: list[int], finals, rename, copied, arcs: dict[int, tuple]) -> DFA:
+    """The minimal DFA of the reachable states by Hopcroft's :func:`~bpefst.automata.minimize` (long chains of
+    equal-looking states, where the refinement's rounds would not end soon)."""
+    number = [0] * len(rows)
+    for i, q in enumerate(order):
+        number[q] = i
+    reachable = [written_row(_row_of(q, rows, copied), *arcs[q], number.__getitem__) for q in order]
+    dfa = minimize(DFA(reachable, 0, frozenset(i for i, q in enumerate(order) if finals[q]), check=False))
+    if rename is None:
+        return dfa
+    return DFA([{rename[a]: r for a, r in row.items()} for row in dfa.transitions], dfa.start, dfa.finals, check=False)
+
+
+def _quotient(rows, order: list[int], finals, block_of: list[int], rename, copied, arcs: dict[int, tuple]) -> DFA:
+    """The automaton of the blocks, numbered by first appearance in the breadth-first order; a block's row is
+    its first state's, written a group of arcs at a time (:func:`written_row`)."""
     new_id: dict[int, int] = {}
     keep = []
     for q in order:
@@ -564,12 +725,15 @@ def minimal(rows: list[dict[int, int]], start: int, finals, rename=None, copied=
     for q in order:
         ids[q] = new_id[block_of[q]]
     to_id = ids.__getitem__
-    if rename is None:
-        out = [dict(zip(rows[q], map(to_id, rows[q].values()))) for q in keep]
-    else:
-        to_symbol = rename.__getitem__
-        out = [dict(zip(map(to_symbol, rows[q]), map(to_id, rows[q].values()))) for q in keep]
+    out = [written_row(_row_of(q, rows, copied), *arcs[q], to_id, rename) for q in keep]
     return DFA(out, 0, frozenset(i for i, q in enumerate(keep) if finals[q]), check=False)
+
+
+def _row_of(q: int, rows, copied) -> dict[int, int]:
+    """State ``q``'s row, or (a copied state's row not written yet) its copied state's: the same symbols in the
+    same order, its targets those of ``q``'s profile."""
+    row = rows[q]
+    return copied[q][2] if row is None else row
 
 
 def spell(text: str, alphabet: Alphabet) -> tuple | None:

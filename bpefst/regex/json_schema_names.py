@@ -49,7 +49,7 @@ def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
     length (each trie state copies one row of the name automaton).
     """
     from ..automata import DFA
-    from .json_schema_automaton import leaf_dfa, piece_profiles, spell
+    from .json_schema_automaton import leaf_dfa, piece_profiles, profile_of, spell
 
     general = leaf_dfa('"' + NAME_CHAR + '*"', alphabet)
     trie: list[dict[int, int]] = [{}]
@@ -100,9 +100,11 @@ def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
         rows[state] = row
         if moved:
             out = frozenset(moved)
-            grouped = [(target, symbols - out) for target, symbols in general_profiles[g] if not symbols <= out]
-            grouped += [(target, frozenset((symbol,))) for symbol, target in moved.items() if target is not None]
-            profiles[state] = grouped
+            general_profile = general_profiles[g]
+            grouped = {target: _without(symbols, out)
+                       for target, symbols in zip(general_profile.targets, general_profile.groups) if not symbols <= out}
+            grouped.update((target, frozenset((symbol,))) for symbol, target in moved.items() if target is not None)
+            profiles[state] = profile_of(row, grouped)
         else:
             profiles[state] = general_profiles[g]
         if g in general.finals and t not in ends:
@@ -111,6 +113,12 @@ def other_names_dfa(names: list[str], alphabet, with_profiles: bool = False):
     if with_profiles:
         return dfa, profiles
     return dfa
+
+
+def _without(symbols: frozenset, out: frozenset) -> frozenset:
+    """``symbols`` less ``out``; the same object when they do not meet (most groups: its hash is kept, and the
+    minimization hashes it again and again)."""
+    return symbols if symbols.isdisjoint(out) else symbols - out
 
 
 def _except(node: dict) -> str:
