@@ -235,14 +235,16 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
             refusals[key] += 1
             examples.setdefault(key, str(exc)[:160])
             tally["one-line refusals"] += "\n" not in str(exc)
+            tally["refusals naming a pointer"] += 1
         except Timeout:
             refusals["(timeout)"] += 1
             print(f"  timeout: {path.name}", flush=True)
         except BpefstError as exc:
             key = f"({type(exc).__name__})"
             refusals[key] += 1
-            examples.setdefault(key, str(exc)[:160])
+            examples.setdefault(key, str(exc)[:240])
             tally["one-line refusals"] += "\n" not in str(exc)
+            tally["refusals naming a pointer"] += getattr(exc, "pointer", None) is not None  # where the schema is largest
         except Exception as exc:  # noqa: BLE001 - a crash is what this counts
             tally["CRASHES"] += 1
             print(f"  crash: {path.name}: {type(exc).__name__}: {exc}", flush=True)
@@ -325,7 +327,8 @@ def report(label, tally, refusals, examples, translate_times, setup_times, masks
                   f"{pct(tally[name + ' compiled'], n)} | {pct(tally[name + ' valid accepted'], valid)} | "
                   f"{tally[name + ' invalid accepted']} |")
     print(f"\ncrashes: {tally['CRASHES']}; refusals: {sum(refusals.values())} "
-          f"(one line: {tally['one-line refusals']}, timeouts: {refusals['(timeout)']}); "
+          f"(one line: {tally['one-line refusals']}, naming a JSON pointer: {tally['refusals naming a pointer']}, "
+          f"timeouts: {refusals['(timeout)']}); "
           f"schemas with a warning (ignored keywords): {tally['warned']}")
     print("\n| refused for | schemas | example |\n|---|---|---|")
     for key, count in refusals.most_common():

@@ -136,7 +136,7 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     and A_BPE (default: one shared cache of two tokenizers).
     """
     from .promotion.constraints import constraint_pattern
-    from .promotion.schema_fallback import schema_fallback
+    from .promotion.schema_fallback import explainer, schema_fallback
     from .regex import alphabet_for, compile_regex
 
     if regex is not None and not isinstance(regex, str):
@@ -155,12 +155,12 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
                                                   .get(openness, openness)], sort_keys=True, default=str)
             built = TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs, lattice_per_arc),
                                   parts=parts, source=source, cache_dir=cache_dir)
-            if openness is not False and mode == "canonical":
-                built.on_demand()  # its lattice's limits decide here, not at the first guide()
+            if mode == "canonical":
+                built.on_demand()  # its lattice's limits decide here (a cut, or the refusal), not at the first guide()
             return built
 
         language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=max_arcs,
-                                        vocabulary=model.max_id + 1)
+                                        vocabulary=model.max_id + 1, explain=explainer(json_schema, model))
         if cut:
             from .regex.json_schema import SchemaWarning
 

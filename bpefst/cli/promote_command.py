@@ -138,7 +138,7 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
 
     try:
         if schema is not None:  # open objects, else a cut of them, as bpefst.promote chooses (promotion.schema_fallback)
-            base, language, dfa = schema.promoted(alphabet, max_states, max_arcs, model.max_id + 1, written_out)
+            base, language, dfa = schema.promoted(alphabet, max_states, max_arcs, model, written_out)
         else:
             try:
                 base = _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states)
@@ -146,12 +146,13 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
                 raise BpefstError(f"the pattern's automaton needs more than --max-states {max_states:,} states") from None
             compiled_at = time.perf_counter()
             base, language, dfa = written_out(base)
-    except StateLimitExceeded:
-        raise BpefstError(f"the promoted automaton needs more than --max-states {max_states:,} states") from None
+    except StateLimitExceeded as exc:
+        raise BpefstError(f"{_where(exc)}the promoted automaton needs more than --max-states {max_states:,} states"
+                          f"{_why(exc)}") from None
     except ArcLimitExceeded as exc:
         if exc.what == LATTICE:
-            raise BpefstError(f"{LATTICE} needs more than --max-arcs {max_arcs:,} arcs; narrow the pattern or raise "
-                              f"--max-arcs") from None
+            raise BpefstError(f"{_where(exc)}{LATTICE} needs more than --max-arcs {max_arcs:,} arcs{_why(exc)}; narrow "
+                              f"the pattern or raise --max-arcs") from None
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
                           f"from Python, bpefst.promote(...).shared_rows() keeps it with shared rows, and .guide() builds it "
@@ -181,14 +182,14 @@ class _Schema:
         self._say(str(warning.message) for warning in caught)
         return dfa
 
-    def promoted(self, alphabet, max_states: int, max_arcs: int | None, vocabulary: int, build):
+    def promoted(self, alphabet, max_states: int, max_arcs: int | None, model, build):
         """``build(automaton, openness)`` of the schema's automaton with open objects, else of the first cut that
         fits (:func:`bpefst.promotion.schema_fallback.schema_fallback`, as ``bpefst.promote`` does), the cut said on stderr."""
-        from ..promotion.schema_fallback import schema_fallback
+        from ..promotion.schema_fallback import explainer, schema_fallback
 
         result, cut = schema_fallback(lambda openness, closed: self.automaton(alphabet, max_states, openness, closed),
                                       build, self.open_objects, max_depth=self.max_depth, max_arcs=max_arcs,
-                                      vocabulary=vocabulary)
+                                      vocabulary=model.max_id + 1, explain=explainer(self.schema, model))
         self._say([cut] if cut else [])
         return result
 
@@ -255,6 +256,17 @@ def _finish(base, dfa, mode: str, timings: dict, fingerprint: str, decode, outpu
         if seq is None:
             break
         click.echo(json.dumps({"ids": list(seq), "text": decode(list(seq))}, ensure_ascii=False))
+
+
+def _where(exc: Exception) -> str:
+    """The JSON pointer a schema's refusal names (promotion.schema_fallback.explained), as the message starts."""
+    pointer = getattr(exc, "pointer", None)
+    return "" if pointer is None else f"JSON Schema {pointer or '/'}: "
+
+
+def _why(exc: Exception) -> str:
+    explanation = getattr(exc, "explanation", None)
+    return "" if explanation is None else f" ({explanation})"
 
 
 def _pattern_automaton(alphabet, pattern_text, pattern_file, words_file, max_states, schema=None):

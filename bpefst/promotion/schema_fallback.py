@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..regex.json_schema import SchemaError
+from ..regex.json_schema_places import heaviest_place
 
 # Pattern arcs -> token lattice arcs: the fewest lattice arcs per arc of the schema's automaton per token of the
 # vocabulary seen on the JSONSchemaBench sample over GPT-2 (370 per arc over 50,257 tokens; most schemas make
@@ -23,11 +24,12 @@ LATTICE_PER_ARC_AND_TOKEN = 370 / 50_257
 # 3-4; over cl100k the fewest is 4.95, so one number for every vocabulary only refuses less there).  Known once the
 # chunked pattern is (a fraction of a walk's cost), it refuses a cut before its lattice is walked.
 LATTICE_PER_CHUNKED_ARC = 2.9
+SPREAD = 0.25  # below this share of the schema's automaton, the largest part is not what makes a refusal
 SCHEMA_CUTS = ("values-1", "scalar-values", "outermost", "outermost-scalar-values", False)
 
 
 def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: int, max_arcs: int | None,
-                    vocabulary: int):
+                    vocabulary: int, explain=None):
     """``(build(translate(openness, closed), openness, lattice_per_arc), message)``: the schema's language with its objects open
     (``message`` None), else, when open objects take it past a limit and ``open_objects`` is None, with the first
     cut of :data:`SCHEMA_CUTS` that fits (``message`` says which, for the one warning).
@@ -47,10 +49,15 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
     has at least the arcs of one that did not fit, or is too large by :data:`LATTICE_PER_ARC_AND_TOKEN`; and
     ``build`` is asked to refuse one whose chunked pattern is too large by :data:`LATTICE_PER_CHUNKED_ARC`
     (``lattice_per_arc``, :class:`~.language_build.Limits`) before walking its lattice.  The last one is
-    always tried with the exact limits, and its refusal is the caller's.
+    always tried with the exact limits, and its refusal is the caller's, said where the schema's automaton is
+    largest when ``explain`` (:func:`explained`) is given.
     """
     if open_objects is not None:
-        return build(translate(open_objects, []), open_objects, 1.0), None
+        pattern = translate(open_objects, [])
+        try:
+            return build(pattern, open_objects, 1.0), None
+        except (ArcLimitExceeded, StateLimitExceeded) as exc:
+            raise explained(exc, pattern, explain) from None
     too_large, tried, failed_arcs = None, [], None
     for openness in (True,) + SCHEMA_CUTS:
         if (openness == "values-1" and max_depth <= 1) or (openness in ("scalar-values", "outermost-scalar-values")
@@ -58,6 +65,7 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
             continue  # cuts nothing at this depth
         closed: list[str] = []
         last = openness is False
+        pattern = None
         try:
             pattern = translate(openness, closed)
             skip = None if last else _why_skip(pattern, tried, failed_arcs, max_arcs, vocabulary)
@@ -69,12 +77,34 @@ def schema_fallback(translate, build, open_objects: bool | None, *, max_depth: i
             return build(pattern, openness, estimate), (None if openness is True else
                                                         _cut_message(openness, closed, max_depth, too_large))
         except (ArcLimitExceeded, StateLimitExceeded, SchemaError) as exc:
+            if last and not isinstance(exc, SchemaError):
+                raise explained(exc, pattern, explain) from None
             if last or (isinstance(exc, SchemaError) and "limit exceeded" not in str(exc)):
                 raise  # refused for what it says, not for its size: closing objects would not help
             too_large = too_large or str(exc)
             if not isinstance(exc, SchemaError):
                 failed_arcs = min(failed_arcs or pattern.num_arcs, pattern.num_arcs)
     raise AssertionError("the last cut returns or raises")
+
+
+def explainer(schema, model):
+    """The ``explain`` of :func:`schema_fallback` for ``schema``'s automata over ``model``'s base symbols."""
+    chars = {i: model.vocab[i][0] for i in model.base_ids}  # a byte (an int) or a character
+    return lambda pattern: heaviest_place(pattern, schema, chars)
+
+
+def explained(exc: Exception, pattern, explain) -> Exception:
+    """``exc`` (a promotion limit) with the schema pointer where ``pattern``, the schema's automaton, is
+    largest put in front of its message (``exc.pointer``), and what would bound it after; ``explain`` is
+    ``pattern -> (pointer, share, what)`` (:func:`~bpefst.regex.json_schema_places.heaviest_place`)."""
+    if explain is not None and pattern is not None:
+        pointer, share, what = explain(pattern)
+        explanation = f"{share:.0%} of the schema's automaton is {what}"
+        if share < SPREAD:
+            explanation = f"no part dominates, the schema is large as a whole (the largest: {explanation})"
+        exc.pointer, exc.explanation = pointer, explanation  # type: ignore[attr-defined]
+        exc.args = (f"JSON Schema {pointer or '/'}: {exc}; {exc.explanation}",)  # type: ignore[attr-defined]
+    return exc
 
 
 def _why_skip(pattern, tried: list, failed_arcs: int | None, max_arcs: int | None, vocabulary: int) -> str | None:
