@@ -315,3 +315,23 @@ def test_kept_masks_are_bounded_and_made_again():
             assert unpacked(bitmask[0]) == expected(guided, state)
             assert small.next_token_mask(state) == guided.next_token_mask(state)
             assert len(small._packed) <= 2 and len(small._masks) <= 2 and len(small._next) <= 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_allowed_on_demand_is_the_rows_tokens(seed):
+    """allowed() over the lazy product reads the mask instead of building the row's targets: the same tokens
+    as the row, in every state a random walk reaches (and the steps of the row lead where step() does)."""
+    model = random_byte_model(seed, alphabet=b"ab1 ", num_merges=15, pattern=PRESETS["gpt2"])
+    guided = bpefst.promote(model, r"(ab|b1)+( a{1,3})?[ab ]{0,4}").guide()
+    lazy = guided.automaton
+    rng = random.Random(seed)
+    for _ in range(20):
+        state = guided.start
+        for _ in range(30):
+            row = lazy.row(state)
+            assert guided.allowed(state) == sorted(row)
+            if not row:
+                break
+            token = rng.choice(sorted(row))
+            assert guided.step(state, token) == row[token]
+            state = row[token]

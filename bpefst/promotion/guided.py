@@ -117,6 +117,8 @@ class GuidedAutomaton(_Base):
 
     def allowed(self, state: int) -> list[int]:
         """Token ids that may come next, sorted."""
+        if getattr(self.automaton, "allowed_mask", None) is not None:  # on demand: the row's targets are not needed
+            return sorted(set_bits(self.allowed_mask(state)))  # (a string state's row of 50k targets: 130 -> 4 ms)
         return sorted(self._row(state))
 
     def allowed_mask(self, state: int) -> int:
