@@ -422,6 +422,47 @@ def test_the_chunked_pattern_is_refused_at_the_lattice_arc_limit(small_tokenizer
             monkeypatch.undo()
 
 
+def test_a_likely_refused_lattice_is_counted_before_the_rows_are_made(small_tokenizer, monkeypatch) -> None:
+    """Given the trie, a chunked pattern whose arcs times LATTICE_PER_CHUNKED_ARC pass max_arcs has its lattice
+    counted in chunk_product: refused there exactly when the walk would refuse it (its arcs, counted before
+    A_BPE's keep), the same message; otherwise the same chunked pattern as without the trie.  The pure path
+    has no such count and refuses at the walk."""
+    model = small_tokenizer.model
+    trie, chunker = SpellingTrie.from_model(model), chunker_for("gpt2")
+    counted = 0
+    for name, pattern in real_patterns(model).items():
+        pattern = trim(pattern)
+        chunked = pure_chunked(pattern, model, chunker)
+        arcs = sum(len(row) - (BOUNDARY in row) for row in chunked.transitions)
+        lattice = sum(len(tokens) * len(pairs) for tokens, pairs in agnostic._groups_by_walks(chunked.transitions, trie))
+        for limit in (lattice, lattice - 1, (lattice + arcs) // 2, arcs):
+            counts = arcs * pretokenized.LATTICE_PER_CHUNKED_ARC > limit
+            counted += counts
+            if arcs > limit or (counts and lattice > limit):
+                with pytest.raises(ArcLimitExceeded) as refused:
+                    pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=limit, trie=trie)
+                assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, limit)), name
+            else:
+                found = pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=limit, trie=trie)
+                assert as_value(found) == as_value(chunked), name
+            monkeypatch.setattr(native, "core", None)
+            if arcs > limit:
+                with pytest.raises(ArcLimitExceeded):
+                    pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=limit, trie=trie)
+            else:
+                assert as_value(pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=limit, trie=trie)) == \
+                    as_value(chunked)
+            monkeypatch.undo()
+    assert counted  # the count ran on some of them
+
+
+def test_chunk_product_refuses_a_walker_that_is_not_one() -> None:
+    pattern = trim(compile_regex("ab", alphabet_for(random_byte_model(1))))
+    with pytest.raises(TypeError, match="walker must be an initialised TrieWalker"):
+        core.chunk_product(pattern.transitions, pattern.start, b"\0\0\1", b"", b"", b"\0\0", 1, 0, b"\1", BOUNDARY, -1, 10,
+                           object(), 2.0)
+
+
 # ---------------------------------------------------------------- liveness
 def liveness_inputs(model, pattern, preset="gpt2", parts=None):
     """What :class:`~bpefst.promotion.on_demand.OnDemandCanonical` hands the liveness solve (``parts``: the

@@ -57,7 +57,8 @@ def check_mode(mode: str) -> None:
 
 
 def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str | None,
-                     max_states: int | None, max_arcs: int | None = None, lattice_per_arc: float = 1.0) -> tuple[DFA, bool]:
+                     max_states: int | None, max_arcs: int | None = None, lattice_per_arc: float = 1.0,
+                     trie=None) -> tuple[DFA, bool]:
     """The automaton the canonical constructions read, and whether pre-tokenization cuts some match.
 
     With a ``pretokenizer`` (its pattern text; canonical modes only) the
@@ -68,12 +69,14 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     pre-tokenization and refuses a pattern whose matches are cut.
     ``max_arcs`` (the token lattice's limit) refuses a chunked pattern with
     more arcs than that before its rows are made (:func:`.pretokenized.chunked_pattern`), or, with
-    ``lattice_per_arc`` above 1, whose arcs times that pass it (:class:`Limits`).
+    ``lattice_per_arc`` above 1, whose arcs times that pass it (:class:`Limits`); with the exact limits
+    and the tokenizer's ``trie``, a chunked pattern whose lattice is likely past ``max_arcs`` has it
+    counted before its rows are made (:func:`.pretokenized.chunked_pattern`).
     """
     chunker = chunker_or_whole(pattern, model, pretokenizer) if mode != "agnostic" else None
     if chunker is None:
         return trim(pattern), False
-    chunked = chunked_pattern(pattern, model, chunker, max_states, max_arcs)
+    chunked = chunked_pattern(pattern, model, chunker, max_states, max_arcs, trie if lattice_per_arc <= 1 else None)
     if not any(BOUNDARY in row for row in chunked.transitions):
         return minimize(chunked), False
     if mode == "canonical-direct":

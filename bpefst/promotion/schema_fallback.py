@@ -15,15 +15,12 @@ from __future__ import annotations
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..regex.json_schema import SchemaError
 from ..regex.json_schema_places import heaviest_place
+from .pretokenized import LATTICE_PER_CHUNKED_ARC  # (one number for every vocabulary only refuses less over cl100k)
 
 # Pattern arcs -> token lattice arcs: the fewest lattice arcs per arc of the schema's automaton per token of the
 # vocabulary seen on the JSONSchemaBench sample over GPT-2 (370 per arc over 50,257 tokens; most schemas make
 # 450-1100).  A cut whose automaton times this passes max_arcs is too large, so it is not tried.
 LATTICE_PER_ARC_AND_TOKEN = 370 / 50_257
-# Chunked pattern arcs -> token lattice arcs: the fewest seen on the sample over GPT-2 (2.97 over 44 builds; most
-# 3-4; over cl100k the fewest is 4.95, so one number for every vocabulary only refuses less there).  Known once the
-# chunked pattern is (a fraction of a walk's cost), it refuses a cut before its lattice is walked.
-LATTICE_PER_CHUNKED_ARC = 2.9
 SPREAD = 0.25  # below this share of the schema's automaton, the largest part is not what makes a refusal
 SCHEMA_CUTS = ("values-1", "scalar-values", "outermost", "outermost-scalar-values", False)
 

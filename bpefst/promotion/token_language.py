@@ -103,9 +103,10 @@ class TokenLanguage:
             name = "chunked pattern" if self.pretokenize and self.mode != "agnostic" and self.model.pattern else "pattern"
             pretokenizer = self.model.pattern if self.pretokenize else None
             limits = self.limits
+            trie = self.parts.trie if self.mode == "canonical" else None  # (the canonical product walks it next)
             self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode, pretokenizer,
                                                                            limits.max_states, limits.max_arcs,
-                                                                           limits.lattice_per_arc))
+                                                                           limits.lattice_per_arc, trie))
         return self._source
 
     def _the_product(self):

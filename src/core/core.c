@@ -809,7 +809,8 @@ static PyMethodDef module_methods[] = {
     {"token_masks", token_masks, METH_O, "token_masks(lists) -> the bitset (an int) of each list of tokens (promotion)."},
     {"chunk_product", chunk_product, METH_VARARGS,
      "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
-     "max_states) -> (rows, start, finals) of the trimmed chunked pattern, or None past max_states (promotion)."},
+     "max_states, max_arcs=-1, walker=None, count_above=0.0) -> (rows, start, finals) of the trimmed chunked pattern, "
+     "None past max_states, False past max_arcs (promotion)."},
     {"solve_liveness", solve_liveness, METH_VARARGS,
      "solve_liveness(checker, n, finals, cut, groups) -> (good, filed) of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},

@@ -1334,11 +1334,90 @@ static int32_t product_rows_find(ProductRows *r, int32_t s) {
     return -1;
 }
 
+/* Whether the token lattice of the trimmed product passes max_arcs, counted by walking `w` from each kept
+ * state (equal rows walked once) with nothing filed: 1 over, 0 not, -1 out of memory.  What TrieWalker.walk
+ * counts (arcs before keep), without the Python rows it reads and the pairs it keeps: a chunked pattern whose
+ * lattice is refused costs its C arrays only (a JSON Schema's refused last cut made 300 MB of rows, then
+ * 270 MB of pairs, before). */
+static int product_lattice_over(const TrieWalker *w, const Rows *pattern, const ProductRows *product, Py_ssize_t states,
+                                int32_t kept, long long max_arcs) {
+    Rows rows = {0};
+    Lookup lookup = {0};
+    ProductRows same = *product;
+    Ints found = {0}, stack = {0};
+    long long *counted = malloc(((size_t)kept + 1) * sizeof(long long));
+    int32_t *walker_symbol = malloc((pattern->arcs + 1) * sizeof(int32_t));
+    size_t arcs = 0;
+    int over = -1;
+    same.slot_state = NULL, same.slot_hash = NULL, same.value = NULL;
+    if (!counted || !walker_symbol || product_rows_init(&same, pattern, kept)) goto done;
+    for (size_t e = 0; e < pattern->arcs; e++) { /* a pattern arc's symbol as the walker's index, -1 if none */
+        long long v = same.value[e];
+        walker_symbol[e] = v >= 0 && v < w->symbol_range ? w->symbol_index[v] : -1;
+    }
+    for (Py_ssize_t s = 0; s < states; s++)
+        if (product->new_id[s] >= 0)
+            for (int32_t a = product->arc_start[s]; a < product->arc_start[s + 1]; a++)
+                arcs += product->arc_from[a] >= 0 && walker_symbol[product->arc_from[a]] >= 0 &&
+                        product->new_id[product->arc_target[a]] >= 0;
+    rows.states = rows.packed = kept;
+    rows.row_of = malloc(((size_t)kept + 1) * sizeof(int32_t));
+    rows.start = malloc(((size_t)kept + 1) * sizeof(size_t));
+    rows.size = malloc(((size_t)kept + 1) * sizeof(Py_ssize_t));
+    rows.symbol = malloc((arcs + 1) * sizeof(int32_t));
+    rows.target = malloc((arcs + 1) * sizeof(int32_t));
+    if (!rows.row_of || !rows.start || !rows.size || !rows.symbol || !rows.target) goto done;
+    size_t e = 0;
+    for (Py_ssize_t s = 0; s < states; s++) {
+        int32_t k = product->new_id[s];
+        if (k < 0) continue;
+        rows.row_of[k] = k;
+        rows.start[k] = e;
+        for (int32_t a = product->arc_start[s]; a < product->arc_start[s + 1]; a++) {
+            int32_t t = product->new_id[product->arc_target[a]];
+            if (product->arc_from[a] < 0 || t < 0 || walker_symbol[product->arc_from[a]] < 0) continue;
+            rows.symbol[e] = walker_symbol[product->arc_from[a]];
+            rows.target[e++] = t;
+        }
+        rows.size[k] = (Py_ssize_t)(e - rows.start[k]);
+    }
+    rows.start[kept] = e;
+    rows.arcs = e;
+    if (lookup_init(&lookup, &rows, w->symbols)) goto done;
+    long long total = 0;
+    over = 0;
+    for (Py_ssize_t s = 0; s < states && !over; s++) {
+        int32_t k = product->new_id[s];
+        if (k < 0) continue;
+        int32_t earlier = product_rows_find(&same, (int32_t)s);
+        if (earlier >= 0) {
+            counted[k] = counted[product->new_id[earlier]];
+        } else {
+            found.length = 0;
+            if (walker_walk_state(w, &lookup, k, &found, &stack)) {
+                over = -1;
+                break;
+            }
+            counted[k] = (long long)(found.length / 2);
+        }
+        total += counted[k];
+        over = total > max_arcs;
+    }
+done:
+    free(counted), free(walker_symbol), free(found.data), free(stack.data);
+    free(lookup.dense), free(lookup.sorted);
+    free(rows.row_of), free(rows.start), free(rows.size), free(rows.symbol), free(rows.target);
+    product_rows_free(&same);
+    return over;
+}
+
 /* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals,
- *               boundary, max_states, max_arcs=-1) -> (rows, start, finals) of the trimmed chunked pattern;
- * rows is None for the empty language; the whole result is None once more than max_states (>= 0) states
- * are numbered, and False when the trimmed pattern has more than max_arcs (>= 0) arcs on symbols (every
- * one of them is an arc of the token lattice: base symbols are tokens), before any Python row is made.
+ *               boundary, max_states, max_arcs=-1, walker=None, count_above=0.0) -> (rows, start, finals) of the
+ * trimmed chunked pattern; rows is None for the empty language; the whole result is None once more than
+ * max_states (>= 0) states are numbered, and False when the trimmed pattern has more than max_arcs (>= 0)
+ * arcs on symbols (every one of them is an arc of the token lattice: base symbols are tokens), or, given
+ * the tokenizer's TrieWalker, when its arcs times count_above pass max_arcs and the lattice itself, counted
+ * (product_lattice_over), does; both before any Python row is made.
  *
  *   finals        one byte per pattern state (1: final)
  *   symbol_map    symbol -> its byte (byte-level; decoder holds 256 entries per decoder state) or its atom
@@ -1353,9 +1432,12 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     Py_ssize_t start;
     int atoms, chunk_start;
     long long max_states, max_arcs = -1;
+    PyObject *walker = Py_None;
+    double count_above = 0.0;
     Py_buffer v_finals = {0}, v_map = {0}, v_decoder = {0}, v_chunks = {0}, v_chunk_finals = {0};
-    if (!PyArg_ParseTuple(args, "Ony*y*y*y*iiy*OL|L:chunk_product", &transitions, &start, &v_finals, &v_map, &v_decoder,
-                          &v_chunks, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states, &max_arcs))
+    if (!PyArg_ParseTuple(args, "Ony*y*y*y*iiy*OL|LOd:chunk_product", &transitions, &start, &v_finals, &v_map, &v_decoder,
+                          &v_chunks, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states, &max_arcs, &walker,
+                          &count_above))
         return NULL;
     PyObject *result = NULL;
     Rows rows = {0};
@@ -1368,6 +1450,10 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     uint8_t *own_finals = NULL, *own_chunk_finals = NULL;
     int32_t kept = 0;
     Py_ssize_t map_length, decoder_length, chunk_length;
+    if (walker != Py_None && (!PyObject_TypeCheck(walker, &TrieWalkerType) || !((TrieWalker *)walker)->node_start)) {
+        PyErr_SetString(PyExc_TypeError, "chunk_product: walker must be an initialised TrieWalker or None");
+        goto done;
+    }
     const int32_t *map = int32_table(&v_map, -1, "symbol_map", &map_length);
     const int32_t *decoder = map ? int32_table(&v_decoder, -1, "decoder", &decoder_length) : NULL;
     const int32_t *chunks = decoder ? int32_table(&v_chunks, -1, "chunks", &chunk_length) : NULL;
@@ -1569,6 +1655,22 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             result = Py_False;
             Py_INCREF(result);
             goto done;
+        }
+        if (walker != Py_None && (double)arcs * count_above > (double)max_arcs) {
+            /* its lattice is likely past max_arcs (count_above: the fewest lattice arcs per arc seen): counted
+             * exactly here, before the rows are made, so that a refusal costs no rows */
+            ProductRows product = {.arc_start = arc_start.data, .arc_from = arc_from.data, .arc_target = arc_target.data,
+                                   .new_id = new_id};
+            int over = product_lattice_over((TrieWalker *)walker, &rows, &product, states, kept, max_arcs);
+            if (over < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (over) {
+                result = Py_False;
+                Py_INCREF(result);
+                goto done;
+            }
         }
     }
     target_object = calloc((size_t)kept + 1, sizeof(PyObject *));
