@@ -35,6 +35,7 @@ import time
 from collections import Counter, OrderedDict
 from typing import Sequence
 
+from .. import native
 from ..automata import DFA, minimize
 from ..automata.errors import ArcLimitExceeded
 from ..automata.shared_rows import SharedRowDFA
@@ -69,6 +70,8 @@ class TokenLanguage:
                  limits: Limits = Limits(), automaton=None, parts: PartsCache | None = None, source: str | None = None,
                  cache_dir: str | os.PathLike | None = None):
         check_mode(mode)
+        if native.core is not None:  # what earlier languages freed goes back to the system before this one builds
+            native.core.release_freed()
         self.pattern, self.model, self.mode, self.pretokenize = pattern, model, mode, pretokenize
         self.limits, self.source, self.fingerprint = limits, source, model.fingerprint
         self.built: Counter[str] = Counter()
