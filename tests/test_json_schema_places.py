@@ -75,6 +75,9 @@ def test_schema_pointers_of_document_places():
     assert schema_pointer(schema, ("xs", ITEMS, "other"))[0] == "/$defs/item/oneOf/1/additionalProperties"
     pointer, what = schema_pointer(schema, ("ys", ITEMS))  # not listed: an extra member of the document
     assert pointer == "" and "extra members" in what
+    patterned = {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": {"type": "null"}}
+    assert schema_pointer(patterned, ("x-a",))[0] == "/patternProperties/^x-"
+    assert schema_pointer(patterned, ("y",))[0] == "/additionalProperties"
 
 
 @pytest.fixture(scope="module")

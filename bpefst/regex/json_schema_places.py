@@ -21,9 +21,20 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
+import regex
+
 from .json_schema_words import pointer_to
 
-ITEMS = 0  # a path step into an array's elements (member names are str)
+
+class _Items:
+    """The path step into an array's elements (member names are strings)."""
+
+    def __repr__(self) -> str:
+        return "ITEMS"
+
+
+ITEMS = _Items()
+BRANCHES = ("anyOf", "oneOf", "allOf")
 
 # parser modes: outside strings (after a value, or expecting one), expecting a member name, inside a
 # member name or a string value (each with an escape pending or not)
@@ -136,19 +147,23 @@ def _step(schema, node, pointer: str, step):
         properties = node.get("properties")
         if isinstance(properties, dict) and step in properties:
             return _resolved(schema, properties[step], pointer_to(f"{pointer}/properties", step))
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict) and not (isinstance(properties, dict) and step in properties):
-            found = None if any(isinstance(node.get(k), list) for k in ("anyOf", "oneOf", "allOf")) else extra
-            if found is not None:
-                return _resolved(schema, extra, f"{pointer}/additionalProperties")
-    for keyword in ("anyOf", "oneOf", "allOf"):
+        patterns = node.get("patternProperties")
+        for pattern, sub in (patterns.items() if isinstance(patterns, dict) else ()):
+            try:
+                if regex.search(pattern, step):
+                    return _resolved(schema, sub, pointer_to(f"{pointer}/patternProperties", pattern))
+            except (regex.error, TypeError):
+                continue
+    for keyword in BRANCHES:  # the first branch that knows the step
         branches = node.get(keyword)
-        if isinstance(branches, list):
-            for i, branch in enumerate(branches):
-                inner, at = _resolved(schema, branch, f"{pointer}/{keyword}/{i}")
-                found = _step(schema, inner, at, step)
-                if found is not None:
-                    return found
+        for i, branch in enumerate(branches if isinstance(branches, list) else ()):
+            inner, at = _resolved(schema, branch, f"{pointer}/{keyword}/{i}")
+            found = _step(schema, inner, at, step)
+            if found is not None:
+                return found
+    extra = node.get("additionalProperties")
+    if step is not ITEMS and isinstance(extra, dict):
+        return _resolved(schema, extra, f"{pointer}/additionalProperties")
     return None
 
 
