@@ -704,25 +704,21 @@ def test_a_transform_walk_refuses_a_trie_that_spells_a_token_twice() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap and /proc/self/statm")
-def test_release_freed_gives_back_what_was_freed_since_the_last_build() -> None:
-    """What a dropped language freed stays in the C heap until release_freed(): 200 MB of 2 kB blocks (as
-    rows and groups are: heap, not mapped) freed below live blocks after mark_heap() are not resident after
-    it; a small churn, or nothing freed since, leaves the heap alone (its pages stay for the next build)."""
+def test_release_freed_gives_the_heap_back_after_a_large_build() -> None:
+    """What a dropped large language freed stays in the C heap until release_freed(): 200 MB of 2 kB blocks
+    (as rows and groups are: heap, not mapped) freed below live blocks are not resident after it; with no
+    large build since the last release it leaves the heap alone (its pages stay for the next build)."""
     def resident_mb() -> int:
         return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
 
     core.release_freed()
     blocks = [bytes(2048) + bytes([i & 255]) for i in range(100_000)]
     pins = [bytes(4096) for _ in range(64)]  # above them in the heap: their space cannot go back by shrinking its top
-    core.mark_heap()  # "a language was built"
     held = resident_mb()
     del blocks
-    released = core.release_freed()
-    assert resident_mb() < held - 100  # given back here, or (when the heap's top moved) by free() already
-    assert isinstance(released, bool)
-    assert core.release_freed() is False  # nothing freed since
-    churn = [bytes(2048) for _ in range(5_000)]  # 10 MB
-    core.mark_heap()
-    del churn
-    assert core.release_freed() is False
+    assert core.release_freed() is False  # no large build: left alone
+    core.note_large_build()
+    assert core.release_freed() is True
+    assert resident_mb() < held - 100  # given back here (or, if the heap's top moved, by free() already)
+    assert core.release_freed() is False  # nothing large built since
     del pins

@@ -70,7 +70,7 @@ class TokenLanguage:
                  limits: Limits = Limits(), automaton=None, parts: PartsCache | None = None, source: str | None = None,
                  cache_dir: str | os.PathLike | None = None):
         check_mode(mode)
-        if native.core is not None:  # what earlier languages freed (once dropped) goes back before this one builds
+        if native.core is not None:  # what a large earlier language freed (once dropped) goes back before this builds
             native.core.release_freed()
         self.pattern, self.model, self.mode, self.pretokenize = pattern, model, mode, pretokenize
         self.limits, self.source, self.fingerprint = limits, source, model.fingerprint
@@ -98,8 +98,6 @@ class TokenLanguage:
             result = build()
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
         self.built[name] += 1
-        if native.core is not None:  # what is freed from here on is what the next language gives back
-            native.core.mark_heap()
         return result
 
     def _source_automaton(self) -> DFA:

@@ -808,8 +808,9 @@ static PyMethodDef module_methods[] = {
      "allowed_union([(good, banned), ...]) -> the union of good & ~banned over bitset bytes (banned may be None)."},
     {"token_masks", token_masks, METH_O, "token_masks(lists) -> the bitset (an int) of each list of tokens (promotion)."},
     {"release_freed", release_freed, METH_NOARGS,
-     "release_freed() -> whether 64 MB or more freed since mark_heap() went back to the system (promotion)."},
-    {"mark_heap", mark_heap, METH_NOARGS, "mark_heap(): a language was built; release_freed() measures from here."},
+     "release_freed() -> whether the heap went back to the system, as it does after a large build (promotion)."},
+    {"note_large_build", note_large_build, METH_NOARGS,
+     "note_large_build(): the next release_freed() gives the heap back (promotion)."},
     {"chunk_product", chunk_product, METH_VARARGS,
      "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
      "max_states, max_arcs=-1, walker=None, count_above=0.0) -> (rows, start, finals) of the trimmed chunked pattern, "

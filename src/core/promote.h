@@ -31,54 +31,47 @@
  * promotes one large pattern after another). */
 #define TRIM_AFTER ((size_t)64 << 20)
 
+
+/* Whether a build since the last release_freed() was large enough to leave much behind when it is dropped:
+ * set where a call frees TRIM_AFTER or more of its own arrays (its rows and groups are as large), or by
+ * note_large_build().  A flag rather than the heap's statistics: mallinfo walks every free chunk, and
+ * asking it twice a promotion cost a first mask a millisecond. */
+static int large_build_pending = 0;
+
 static void give_back(size_t freed) {
 #ifdef __GLIBC__
-    if (freed >= TRIM_AFTER) malloc_trim(0);
+    if (freed >= TRIM_AFTER) {
+        malloc_trim(0);
+        large_build_pending = 1;
+    }
 #else
     (void)freed;
 #endif
 }
 
-/* The heap's free bytes when a language was last built (mark_heap) or the heap last given back. */
-static size_t heap_free_mark = 0;
-
-static int heap_free_bytes(size_t *free_bytes) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-    *free_bytes = mallinfo2().fordblks;
-    return 1;
-#else
-    (void)free_bytes;
-    return 0;
-#endif
-}
-
-/* mark_heap(): a language has just been built; what it frees later is what release_freed() looks for. */
-static PyObject *mark_heap(PyObject *module, PyObject *unused) {
+/* note_large_build(): as if a call had freed TRIM_AFTER bytes of its arrays (for tests, and builds made
+ * of Python objects only). */
+static PyObject *note_large_build(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
-    size_t free_bytes;
-    if (heap_free_bytes(&free_bytes)) heap_free_mark = free_bytes;
+    large_build_pending = 1;
     Py_RETURN_NONE;
 }
 
-/* release_freed() -> whether TRIM_AFTER or more bytes were freed into the C heap since the last mark_heap()
- * (or the last release), which then went back to the system.  Called before a promotion: what the last one
- * freed (its rows and groups, once the caller let go of its language) is in the heap, resident and unused,
- * and a larger promotion's big blocks would be mapped beside it (a cl100k schema after a hundred others:
- * 160 MB retained under its 450 MB).  Free memory that was there before (the tokenizer's parts leave
- * 150 MB) is left alone: giving it back again at every promotion made small ones fault their pages in anew
- * (a first mask 5 ms slower). */
+/* release_freed() -> whether the heap was given back: called before a promotion, after a large one was
+ * built.  What that one freed once the caller let go of its language (its rows and groups) is in the heap,
+ * resident and unused, and the next large promotion's big blocks would be mapped beside it (a cl100k schema
+ * after a hundred others: 160 MB retained under its 450 MB).  After small builds it does nothing: giving the
+ * heap back at every promotion made small ones fault their pages in anew (a first mask 3-6 ms slower). */
 static PyObject *release_freed(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
-    size_t free_bytes;
-    int released = 0;
-    if (heap_free_bytes(&free_bytes)) {
-        if (free_bytes >= heap_free_mark + TRIM_AFTER) {
-            malloc_trim(0);
-            released = 1;
-        }
-        heap_free_mark = free_bytes;
-    }
-    return PyBool_FromLong(released);
+    if (!large_build_pending) Py_RETURN_FALSE;
+    large_build_pending = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
 }
 
 #define DENSE_LOOKUP_MAX ((size_t)1 << 24) /* pattern rows as a states x symbols table up to this many entries */
