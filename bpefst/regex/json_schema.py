@@ -100,8 +100,8 @@ from .json_schema_expr import NOTHING as NO_DOCUMENT
 from .json_schema_expr import NOTHING_TEXT, Built, Leaf, Lit, Members, Node, Rep, TooLong, alt, render, seq
 from .json_schema_merge import NoDocument, merge_all, pattern_matches, required_only_oneof
 from .json_schema_names import NAME_CHAR, json_spelled, other_names, other_names_dfa
-from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, json_type, pointer_to,
-                                same_json, warn_about)
+from .json_schema_words import (ANNOTATIONS, FORBIDDEN, VOCABULARY, SchemaError, SchemaWarning, at_pointer, json_type,
+                                pointer_to, same_json, warn_about)
 
 __all__ = ["DEFAULT_MAX_DEPTH", "SchemaError", "SchemaWarning", "json_literal", "literal", "schema_to_dfa", "schema_to_regex"]
 
@@ -428,16 +428,10 @@ class _Translator:
         """The schema a ``$ref`` names (a JSON pointer into this schema) and its pointer."""
         if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
             raise SchemaError(pointer, f"only references inside the schema (#/...) are supported, not {ref!r}")
-        target = self.root
-        for part in ref[2:].split("/") if ref != "#" else []:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            elif isinstance(target, dict) and part in target:
-                target = target[part]
-            else:
-                raise SchemaError(pointer, f"{ref!r} names no definition")
-        return target, ref[1:]
+        try:
+            return at_pointer(self.root, ref), ref[1:]
+        except LookupError:
+            raise SchemaError(pointer, f"{ref!r} names no definition") from None
 
     def ref(self, ref, pointer: str, refs: tuple) -> Node:
         where = _pointer(pointer, "$ref")

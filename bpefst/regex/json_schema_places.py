@@ -23,7 +23,7 @@ from collections import Counter, deque
 
 import regex
 
-from .json_schema_words import pointer_to
+from .json_schema_words import at_pointer, pointer_to
 
 
 class _Items:
@@ -170,19 +170,13 @@ def _step(schema, node, pointer: str, step):
 def _resolved(schema, node, pointer: str):
     """``node`` with its local ``$ref`` followed (a few times at most: a chain of references)."""
     for _ in range(32):
-        if not (isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")):
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if not (isinstance(ref, str) and (ref == "#" or ref.startswith("#/"))):
             break
-        target = schema
-        ref = node["$ref"][1:]
-        for part in [p for p in ref.split("/") if p]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                return node, pointer
-        node, pointer = target, ref
+        try:
+            node, pointer = at_pointer(schema, ref), ref[1:]
+        except LookupError:
+            break
     return node, pointer
 
 

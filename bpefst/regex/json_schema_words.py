@@ -46,6 +46,21 @@ class SchemaWarning(UserWarning):
     """Keywords the translation ignored (unknown ones) or relaxed (``strict=False``)."""
 
 
+def at_pointer(root, ref: str):
+    """The value a local reference (``#``, ``#/a/0/b``: RFC 6901 escapes) names inside ``root``; LookupError
+    when it names nothing."""
+    target = root
+    for part in ref[2:].split("/") if ref != "#" else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        elif isinstance(target, dict) and part in target:
+            target = target[part]
+        else:
+            raise LookupError(ref)
+    return target
+
+
 def pointer_to(pointer: str, key) -> str:
     """The JSON pointer of ``key`` inside the value at ``pointer`` (RFC 6901 escapes)."""
     return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
