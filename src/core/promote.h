@@ -665,97 +665,142 @@ static PyObject *walker_token(TrieWalker *w, int32_t token) {
     return object;
 }
 
-/* One state's arcs (found[from:to] as pairs) as a dict, or appended to `groups` as (tokens, {q: target}) per
- * target in order of first appearance (walk_groups).  `group_of` is -1 everywhere on entry and on exit. */
-static int walker_emit(TrieWalker *w, const int32_t *pairs, size_t count, PyObject *q_object, PyObject **target_object,
-                       PyObject *out, int groups, const uint8_t *keep, int32_t *group_of, Ints *scratch) {
-    if (!groups) {
-        PyObject *row = PyDict_New();
-        if (!row) return -1;
-        for (size_t k = 0; k < count; k++) {
-            if (keep && !keep[pairs[2 * k]]) continue;
-            PyObject *token = walker_token(w, pairs[2 * k]);
-            if (!token || PyDict_SetItem(row, token, target_object[pairs[2 * k + 1]])) {
-                Py_DECREF(row);
-                return -1;
-            }
-        }
-        int failed = PyList_Append(out, row);
-        Py_DECREF(row);
-        return failed;
-    }
-    /* scratch: per group, its target then its size.  Groups are ordered by the first token of each target,
-     * kept or not (walk_groups groups first and leaves out tokens after), and only non-empty ones are made. */
-    scratch->length = 0;
-    int status = 0;
+/* One state's arcs (found[from:to] as pairs) as a dict of token -> target, the tokens `keep` leaves out
+ * left out. */
+static int walker_emit_row(TrieWalker *w, const int32_t *pairs, size_t count, PyObject **target_object, PyObject *out,
+                           const uint8_t *keep) {
+    PyObject *row = PyDict_New();
+    if (!row) return -1;
     for (size_t k = 0; k < count; k++) {
-        int32_t target = pairs[2 * k + 1];
-        if (group_of[target] < 0) {
-            group_of[target] = (int32_t)(scratch->length / 2);
-            if (ints_push(scratch, target) || ints_push(scratch, 0)) {
-                PyErr_NoMemory();
-                status = -1;
-                break;
-            }
-        }
-        if (!keep || keep[pairs[2 * k]]) scratch->data[2 * group_of[target] + 1]++;
-    }
-    size_t group_count = scratch->length / 2;
-    PyObject **lists = status ? NULL : calloc(group_count + 1, sizeof(PyObject *));
-    size_t *filled = status ? NULL : calloc(group_count + 1, sizeof(size_t));
-    if (!status && (!lists || !filled)) {
-        PyErr_NoMemory();
-        status = -1;
-    }
-    for (size_t g = 0; !status && g < group_count; g++)
-        if (scratch->data[2 * g + 1] && !(lists[g] = PyList_New(scratch->data[2 * g + 1]))) status = -1;
-    for (size_t k = 0; !status && k < count; k++) {
         if (keep && !keep[pairs[2 * k]]) continue;
-        int32_t g = group_of[pairs[2 * k + 1]];
         PyObject *token = walker_token(w, pairs[2 * k]);
-        if (!token) {
-            status = -1;
-            break;
-        }
-        Py_INCREF(token);
-        PyList_SET_ITEM(lists[g], (Py_ssize_t)filled[g]++, token);
-    }
-    for (size_t g = 0; !status && g < group_count; g++) {
-        if (!lists[g]) continue;
-        PyObject *pair = PyDict_New(), *group = NULL;
-        if (pair && PyDict_SetItem(pair, q_object, target_object[scratch->data[2 * g]]) == 0)
-            group = PyTuple_Pack(2, lists[g], pair);
-        Py_XDECREF(pair);
-        if (group) {
-            /* A list of ints and a tuple of it and an int dict can be in no cycle: untracked, the collector
-             * never walks them (as CPython untracks such tuples and dicts itself).  Only a caller that put
-             * a container into the token list could make a cycle the collector would then miss. */
-            PyObject_GC_UnTrack(lists[g]);
-            PyObject_GC_UnTrack(group);
-        }
-        if (!group || PyList_Append(out, group)) status = -1;
-        Py_XDECREF(group);
-    }
-    for (size_t g = 0; g < scratch->length / 2; g++) group_of[scratch->data[2 * g]] = -1;
-    if (lists)
-        for (size_t g = 0; g < group_count; g++) Py_XDECREF(lists[g]);
-    free(lists);
-    free(filled);
-    return status;
-}
-
-/* The groups out[first:last] (of state `earlier`) are also taken from state `q`, to the same targets. */
-static int join_groups(PyObject *out, Py_ssize_t first, Py_ssize_t last, PyObject *earlier, PyObject *q) {
-    for (Py_ssize_t g = first; g < last; g++) {
-        PyObject *pairs = PyTuple_GET_ITEM(PyList_GET_ITEM(out, g), 1);
-        PyObject *target = PyDict_GetItemWithError(pairs, earlier);
-        if (!target) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "walk: a shared group lost its source");
+        if (!token || PyDict_SetItem(row, token, target_object[pairs[2 * k + 1]])) {
+            Py_DECREF(row);
             return -1;
         }
-        if (PyDict_SetItem(pairs, q, target)) return -1;
     }
+    int failed = PyList_Append(out, row);
+    Py_DECREF(row);
+    return failed;
+}
+
+/* ---------------------------------------------------------------- groups of equal token lists */
+
+/* The token lists of the groups found so far, each stored once however many states take it: a JSON
+ * Schema's string states (one per string of the schema) read the same 90,000 tokens of cl100k back into
+ * themselves, and one list with a (state, target) pair per state holds what took a list per state
+ * (cl100k, a schema of 300 strings: 21.5M tokens stored become 0.9M).  Open addressing over the groups
+ * by the hash of their tokens. */
+typedef struct {
+    Ints tokens;        /* the groups' tokens, one list after another */
+    size_t *start;      /* groups + 1 offsets into tokens */
+    uint64_t *hash;     /* per group */
+    size_t groups, capacity;
+    int32_t *table;     /* group, or -1 for a free slot */
+    size_t table_mask;
+} GroupTable;
+
+static void group_table_free(GroupTable *t) {
+    free(t->tokens.data), free(t->start), free(t->hash), free(t->table);
+    memset(t, 0, sizeof *t);
+}
+
+static uint64_t tokens_hash(const int32_t *tokens, size_t count) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)count;
+    for (size_t k = 0; k < count; k++) h = (h ^ (uint32_t)tokens[k]) * 0x100000001B3ull;
+    return h ^ (h >> 29);
+}
+
+static int group_table_rehash(GroupTable *t, size_t slots) {
+    int32_t *table = malloc(slots * sizeof(int32_t));
+    if (!table) return -1;
+    for (size_t k = 0; k < slots; k++) table[k] = -1;
+    for (size_t g = 0; g < t->groups; g++) {
+        size_t slot = t->hash[g] & (slots - 1);
+        while (table[slot] >= 0) slot = (slot + 1) & (slots - 1);
+        table[slot] = (int32_t)g;
+    }
+    free(t->table);
+    t->table = table;
+    t->table_mask = slots - 1;
     return 0;
+}
+
+/* The group holding exactly `tokens` (in that order), made when new; -1 when out of memory. */
+static int32_t group_table_intern(GroupTable *t, const int32_t *tokens, size_t count) {
+    uint64_t h = tokens_hash(tokens, count);
+    if (t->table) {
+        for (size_t slot = h & t->table_mask; t->table[slot] >= 0; slot = (slot + 1) & t->table_mask) {
+            int32_t g = t->table[slot];
+            if (t->hash[g] == h && t->start[g + 1] - t->start[g] == count &&
+                memcmp(t->tokens.data + t->start[g], tokens, count * sizeof(int32_t)) == 0)
+                return g;
+        }
+    }
+    if (t->groups >= INT32_MAX - 1) return -1;
+    if (t->groups + 1 >= t->capacity) {
+        size_t capacity = t->capacity ? 2 * t->capacity : 256;
+        size_t *start = realloc(t->start, (capacity + 1) * sizeof(size_t));
+        if (!start) return -1;
+        t->start = start;
+        uint64_t *hash = realloc(t->hash, capacity * sizeof(uint64_t));
+        if (!hash) return -1;
+        t->hash = hash;
+        t->capacity = capacity;
+    }
+    if (ints_reserve(&t->tokens, count)) return -1;
+    if (t->groups == 0) t->start[0] = 0;
+    memcpy(t->tokens.data + t->tokens.length, tokens, count * sizeof(int32_t));
+    t->tokens.length += count;
+    int32_t g = (int32_t)t->groups++;
+    t->start[g + 1] = t->tokens.length;
+    t->hash[g] = h;
+    if (!t->table || 2 * t->groups > t->table_mask + 1) return group_table_rehash(t, t->table ? 2 * (t->table_mask + 1) : 1024) ? -1 : g;
+    size_t slot = h & t->table_mask;
+    while (t->table[slot] >= 0) slot = (slot + 1) & t->table_mask;
+    t->table[slot] = g;
+    return g;
+}
+
+/* One walked state's arcs (pairs, in the walk's order) filed as groups: grouped by target in order of
+ * first appearance (every token counts for the order, kept or not), the tokens `keep` leaves out dropped,
+ * groups left empty dropped, each list interned and (group, q, target) appended to `filed`.  `group_of`
+ * is -1 everywhere on entry and on exit; `scratch` and `sorted` are the caller's buffers. */
+static int walker_file_state(const int32_t *pairs, size_t count, int32_t q, const uint8_t *keep, int32_t *group_of,
+                             Ints *scratch, Ints *sorted, GroupTable *table, Ints *filed) {
+    scratch->length = 0; /* per target in order: target, kept tokens, then the offset its tokens start at */
+    int status = 0;
+    for (size_t k = 0; k < count && !status; k++) {
+        int32_t target = pairs[2 * k + 1];
+        if (group_of[target] < 0) {
+            group_of[target] = (int32_t)(scratch->length / 3);
+            status = ints_push(scratch, target) || ints_push(scratch, 0) || ints_push(scratch, 0);
+        }
+        if (!status && (!keep || keep[pairs[2 * k]])) scratch->data[3 * group_of[target] + 1]++;
+    }
+    size_t targets = scratch->length / 3, offset = 0;
+    for (size_t g = 0; g < targets; g++) {
+        scratch->data[3 * g + 2] = (int32_t)offset;
+        offset += (size_t)scratch->data[3 * g + 1];
+    }
+    sorted->length = 0;
+    if (!status && !(status = ints_reserve(sorted, offset))) {
+        sorted->length = offset;
+        for (size_t g = 0; g < targets; g++) scratch->data[3 * g + 1] = 0; /* filled so far */
+        for (size_t k = 0; k < count; k++) {
+            if (keep && !keep[pairs[2 * k]]) continue;
+            int32_t g = group_of[pairs[2 * k + 1]];
+            sorted->data[scratch->data[3 * g + 2] + scratch->data[3 * g + 1]++] = pairs[2 * k];
+        }
+        for (size_t g = 0; g < targets && !status; g++) {
+            size_t size = (size_t)scratch->data[3 * g + 1];
+            if (!size) continue;
+            int32_t group = group_table_intern(table, sorted->data + scratch->data[3 * g + 2], size);
+            status = group < 0 || ints_push(filed, group) || ints_push(filed, q) || ints_push(filed, scratch->data[3 * g]);
+        }
+    }
+    for (size_t g = 0; g < targets; g++) group_of[scratch->data[3 * g]] = -1;
+    return status ? -1 : 0;
 }
 
 /* What both walks read first: the `keep` flags (None: every token) and the pattern's rows packed. */
@@ -782,15 +827,64 @@ static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject
     return 0;
 }
 
+/* The Python groups of a grouped walk: per group of `table` its token list and {q: target} from the
+ * (group, q, target) triples of `filed`, in the order the groups were made, as (tokens, pairs) tuples. */
+static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, const Ints *filed, PyObject **state_object) {
+    PyObject *out = PyList_New((Py_ssize_t)table->groups), **pairs = calloc(table->groups + 1, sizeof(PyObject *));
+    int status = out && pairs ? 0 : -1;
+    if (!status && !pairs) PyErr_NoMemory();
+    for (size_t g = 0; !status && g < table->groups; g++) {
+        size_t from = table->start[g], size = table->start[g + 1] - from;
+        PyObject *tokens = PyList_New((Py_ssize_t)size);
+        if (!tokens || !(pairs[g] = PyDict_New())) {
+            Py_XDECREF(tokens);
+            status = -1;
+            break;
+        }
+        for (size_t k = 0; k < size; k++) {
+            PyObject *token = walker_token(w, table->tokens.data[from + k]);
+            if (!token) {
+                status = -1;
+                break;
+            }
+            Py_INCREF(token);
+            PyList_SET_ITEM(tokens, (Py_ssize_t)k, token);
+        }
+        PyObject *group = status ? NULL : PyTuple_Pack(2, tokens, pairs[g]);
+        Py_DECREF(tokens);
+        if (!group) {
+            status = -1;
+            break;
+        }
+        /* A list of ints and a tuple of it and an int dict can be in no cycle: untracked, the collector
+         * never walks them (as CPython untracks such tuples and dicts itself).  Only a caller that put a
+         * container into the token list could make a cycle the collector would then miss. */
+        PyObject_GC_UnTrack(PyTuple_GET_ITEM(group, 0));
+        PyObject_GC_UnTrack(group);
+        PyList_SET_ITEM(out, (Py_ssize_t)g, group);
+    }
+    for (size_t k = 0; !status && k + 3 <= filed->length; k += 3) {
+        int32_t g = filed->data[k], q = filed->data[k + 1], r = filed->data[k + 2];
+        status = PyDict_SetItem(pairs[g], state_object[q], state_object[r]);
+    }
+    if (pairs)
+        for (size_t g = 0; g < table->groups; g++) Py_XDECREF(pairs[g]); /* the tuples hold theirs */
+    free(pairs);
+    if (status) Py_CLEAR(out);
+    return out;
+}
+
 /* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
  * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
  * out the tokens whose byte is 0).  A state whose row equals an earlier state's (in order, size included)
- * is not walked: its arcs are that state's.  Groups: it joins the earlier state's groups as one more source
- * (walk_groups' pure twin in bpefst/promotion/agnostic.py does the same).
+ * is not walked: its arcs are that state's.
  *
- * Every state is walked first, its arcs kept as packed pairs (8 bytes an arc), and only then are Python
- * objects made: a pattern refused at max_arcs is refused before it has cost more than the pairs, where
- * the objects of the arcs found up to the limit took about 70 bytes an arc (1.4 GB at 20M arcs). */
+ * Groups (walk_groups; its pure twin in bpefst/promotion/agnostic.py files them alike): each state's arcs
+ * grouped by target, and a group whose token list an earlier state already filed is that group, one more
+ * (state, target) pair in its dict.  A state is filed as soon as it is walked, so the memory is that of
+ * the distinct lists and the pairs, whatever the count of arcs.  Rows: every state is walked first, its
+ * arcs kept as packed pairs (8 bytes an arc), and only then are the dicts made (about 70 bytes an arc), so
+ * that a pattern refused at max_arcs is refused before it has cost more than the pairs. */
 static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     PyObject *transitions, *keep_object = Py_None;
     long long max_arcs;
@@ -809,20 +903,21 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     }
     Lookup lookup = {0};
     RowMemo memo = {0};
-    Ints found = {0}, stack = {0}, scratch = {0};
+    GroupTable table = {0};
+    Ints found = {0}, stack = {0}, scratch = {0}, sorted = {0}, filed = {0};
     PyObject **target_object = calloc((size_t)n + 1, sizeof(PyObject *));
     int32_t *group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
-    int32_t *same_as = malloc(((size_t)n + 1) * sizeof(int32_t));
     int32_t *state_of_row = malloc(((size_t)rows.packed + 1) * sizeof(int32_t));
     size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
-    Py_ssize_t *group_first = malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), *group_last = malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    long long *arcs_of = malloc(((size_t)n + 1) * sizeof(long long)); /* per walked state, its arcs before keep */
     PyObject *out = NULL, *result = NULL;
-    if (lookup_init(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || !target_object || !group_of || !same_as ||
-        !state_of_row || !pair_from || !pair_to || !group_first || !group_last) {
+    if (lookup_init(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || !target_object || !group_of ||
+        !state_of_row || !pair_from || !pair_to || !arcs_of) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t r = 0; r < rows.packed; r++) state_of_row[r] = -1;
+    for (Py_ssize_t q = 0; q < n; q++) group_of[q] = -1;
     int failed = 0, over = 0;
     Py_BEGIN_ALLOW_THREADS
     long long arcs = 0;
@@ -831,22 +926,45 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         uint32_t hash = 0;
         int32_t same_state = state_of_row[rows.row_of[q]];
         if (same_state < 0) same_state = row_memo_find(&memo, &rows, (int32_t)q, &hash);
+        long long count;
         if (same_state >= 0) {
-            same_as[q] = same_state;
-            pair_from[q] = pair_from[same_state];
-            pair_to[q] = pair_to[same_state];
+            count = arcs_of[same_state];
+            if (groups) { /* the earlier state's groups, with this state as one more source */
+                size_t from = pair_from[same_state], to = pair_to[same_state];
+                pair_from[q] = filed.length / 3;
+                for (size_t k = 3 * from; k < 3 * to && !failed; k += 3)
+                    failed = ints_push(&filed, filed.data[k]) || ints_push(&filed, (int32_t)q) ||
+                             ints_push(&filed, filed.data[k + 2]);
+                if (failed) break;
+                pair_to[q] = filed.length / 3;
+            } else {
+                pair_from[q] = pair_from[same_state];
+                pair_to[q] = pair_to[same_state];
+            }
         } else {
-            same_as[q] = -1;
-            pair_from[q] = found.length / 2;
+            size_t before = groups ? 0 : found.length / 2;
+            if (groups) found.length = 0;
             if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack)) {
                 failed = 1;
                 break;
             }
-            pair_to[q] = found.length / 2;
+            count = arcs_of[q] = (long long)(found.length / 2 - before);
+            if (groups) {
+                pair_from[q] = filed.length / 3;
+                if (walker_file_state(found.data, found.length / 2, (int32_t)q, keep, group_of, &scratch, &sorted,
+                                      &table, &filed)) {
+                    failed = 1;
+                    break;
+                }
+                pair_to[q] = filed.length / 3;
+            } else {
+                pair_from[q] = before;
+                pair_to[q] = found.length / 2;
+            }
             row_memo_add(&memo, (int32_t)q, hash);
             state_of_row[rows.row_of[q]] = (int32_t)q;
         }
-        arcs += (long long)(pair_to[q] - pair_from[q]);
+        arcs += count;
         if (max_arcs >= 0 && arcs > max_arcs) {
             over = 1;
             break;
@@ -862,32 +980,24 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         Py_INCREF(result);
         goto done;
     }
-    /* the pairs are all the walk needs now: the lookup and the stack go before the objects are made */
+    /* what the objects are made from is all the walk needs now: the lookup and the stack go first */
     free(lookup.dense), free(lookup.sorted), free(stack.data), free(memo.slots);
     memset(&lookup, 0, sizeof lookup), memset(&stack, 0, sizeof stack), memset(&memo, 0, sizeof memo);
-    if (!(out = PyList_New(0))) goto done;
-    for (Py_ssize_t q = 0; q < n; q++) {
-        group_of[q] = -1;
+    for (Py_ssize_t q = 0; q < n; q++)
         if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
-    }
     /* the objects made here hold only ints: no collection is needed while they are made (the GIL is held
      * and no Python code runs, so no other thread sees the collector off) */
     int collecting = PyGC_Disable();
-    int failed_emit = 0;
-    for (Py_ssize_t q = 0; q < n && !failed_emit; q++) {
-        if (groups && same_as[q] >= 0) {
-            int32_t s = same_as[q];
-            group_first[q] = group_last[q] = 0;
-            failed_emit = join_groups(out, group_first[s], group_last[s], target_object[s], target_object[q]);
-            continue;
-        }
-        group_first[q] = PyList_GET_SIZE(out);
-        failed_emit = walker_emit(w, found.data + 2 * pair_from[q], pair_to[q] - pair_from[q], target_object[q],
-                                  target_object, out, groups, keep, group_of, &scratch);
-        group_last[q] = PyList_GET_SIZE(out);
+    if (groups) {
+        out = walker_groups_made(w, &table, &filed, target_object);
+    } else if ((out = PyList_New(0))) {
+        for (Py_ssize_t q = 0; q < n; q++)
+            if (walker_emit_row(w, found.data + 2 * pair_from[q], pair_to[q] - pair_from[q], target_object, out, keep)) {
+                Py_CLEAR(out);
+                break;
+            }
     }
     if (collecting) PyGC_Enable();
-    if (failed_emit) goto done;
     result = out;
     out = NULL;
 done:
@@ -895,14 +1005,14 @@ done:
     if (target_object)
         for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(target_object[q]);
     free(target_object);
-    free(group_of), free(same_as), free(state_of_row), free(pair_from), free(pair_to);
-    free(group_first), free(group_last);
+    free(group_of), free(state_of_row), free(pair_from), free(pair_to), free(arcs_of);
     free(lookup.dense), free(lookup.sorted);
     free(memo.slots);
-    size_t found_bytes = found.capacity * sizeof(int32_t);
-    free(found.data), free(stack.data), free(scratch.data);
+    size_t freed = (found.capacity + filed.capacity + table.tokens.capacity) * sizeof(int32_t);
+    free(found.data), free(stack.data), free(scratch.data), free(sorted.data), free(filed.data);
+    group_table_free(&table);
     rows_free(&rows);
-    give_back(found_bytes);
+    give_back(freed);
     PyBuffer_Release(&keep_view);
     return result;
 }
