@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from .errors import BpefstError
 from .pipeline.encoder import Tokenizer
-from .promotion.language_build import DEFAULT_MAX_ARCS, DEFAULT_MAX_STATES, Limits
+from .promotion.language_build import DEFAULT_MAX_ARCS, DEFAULT_MAX_LATTICE_ARCS, DEFAULT_MAX_STATES, Limits
 from .promotion.parts import PartsCache
 from .promotion.token_language import TokenLanguage
 
@@ -108,15 +108,15 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
             max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None, mode: str = "canonical",
             pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
-            max_arcs: int = DEFAULT_MAX_ARCS, cache_dir: str | os.PathLike | None = None,
-            parts: PartsCache | None = None) -> TokenLanguage:
+            max_arcs: int = DEFAULT_MAX_ARCS, max_lattice_arcs: int = DEFAULT_MAX_LATTICE_ARCS,
+            cache_dir: str | os.PathLike | None = None, parts: PartsCache | None = None) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
     ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation;
     values the schema leaves open nest at most ``max_depth`` arrays/objects and a recursive ``$ref`` is followed
     that often; ``strict=False`` drops the keywords an automaton cannot honour, with a warning, instead of refusing;
     an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
     reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.  With the default
-    ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_arcs``
+    ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_lattice_arcs``
     is promoted with the first cut of :func:`~bpefst.promotion.schema_fallback.schema_fallback` that fits
     (extra values one level deep, or scalars; then only the outermost object open; then every object closed), with one
     :class:`~bpefst.regex.json_schema.SchemaWarning` saying what was cut and where (extra members are what
@@ -129,7 +129,12 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     The pattern is read here, once (a pattern the tokenizer's
     pre-tokenization cannot be modelled for is refused here); each view is
     built once from it and kept: ``guide()`` (decoding), ``dfa()`` (written out),
-    ``shared_rows()``, ``on_demand()`` or ``save(path)``.  ``cache_dir``
+    ``shared_rows()``, ``on_demand()`` or ``save(path)``.  Limits
+    (:class:`~bpefst.promotion.language_build.Limits`): ``max_lattice_arcs``
+    bounds the token lattice the canonical product walks before its first
+    mask (set-up time, about 40 ns an arc), ``max_arcs`` what is written out
+    (``dfa()``, ``shared_rows()``, ``save()``, the agnostic lattice), ``max_states``
+    the states numbered.  ``cache_dir``
     (canonical): read the build's set-up from there when an earlier process
     wrote it, else write it there.  ``parts``: the
     :class:`~bpefst.promotion.parts.PartsCache` holding the tokenizer's trie
@@ -153,13 +158,14 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
             # the schema and the options name the language in cache_dir, as a regex's text does
             source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, {True: "open", False: "closed"}
                                                   .get(openness, openness)], sort_keys=True, default=str)
-            built = TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs, lattice_per_arc),
-                                  parts=parts, source=source, cache_dir=cache_dir)
+            built = TokenLanguage(pattern, model, mode, pretokenize, parts=parts, source=source, cache_dir=cache_dir,
+                                  limits=Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs))
             if mode == "canonical":
                 built.on_demand()  # its lattice's limits decide here (a cut, or the refusal), not at the first guide()
             return built
 
-        language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=max_arcs,
+        lattice_limit = max_lattice_arcs if mode == "canonical" else max_arcs  # (agnostic and direct write theirs out)
+        language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=lattice_limit,
                                         vocabulary=model.max_id + 1, explain=explainer(json_schema, model))
         if cut:
             from .regex.json_schema import SchemaWarning
@@ -168,8 +174,8 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
         return language
     text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
-    return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs), parts=parts, source=text,
-                         cache_dir=cache_dir)
+    return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs, 1.0, max_lattice_arcs),
+                         parts=parts, source=text, cache_dir=cache_dir)
 
 
 def _model_of(tokenizer):

@@ -300,10 +300,10 @@ def test_promote_a_json_schema_closes_objects_only_when_open_ones_are_too_large(
         opened = bpefst.promote(enc, json_schema=schema, max_depth=1)  # fits: open, no warning
     assert opened.accepts(listed) and opened.accepts(extra)
     with pytest.warns(SchemaWarning, match="objects closed"):
-        fallback = bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=closed_arcs)
+        fallback = bpefst.promote(enc, json_schema=schema, max_depth=1, max_lattice_arcs=closed_arcs)
     assert fallback.accepts(listed) and not fallback.accepts(extra)
     with pytest.raises(ArcLimitExceeded):
-        bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=closed_arcs, open_objects=True)
+        bpefst.promote(enc, json_schema=schema, max_depth=1, max_lattice_arcs=closed_arcs, open_objects=True)
 
 
 def test_promote_a_json_schema_cuts_extra_values_before_closing_objects(encodings) -> None:
@@ -317,7 +317,7 @@ def test_promote_a_json_schema_cuts_extra_values_before_closing_objects(encoding
     scalars = bpefst.promote(enc, json_schema=schema, max_depth=1, open_objects="scalar-values")
     limit = sum(len(tokens) * len(pairs) for tokens, pairs in scalars.on_demand().groups)
     with pytest.warns(SchemaWarning, match="scalars only") as caught:
-        language = bpefst.promote(enc, json_schema=schema, max_depth=1, max_arcs=limit)
+        language = bpefst.promote(enc, json_schema=schema, max_depth=1, max_lattice_arcs=limit)
     assert len([w for w in caught if issubclass(w.category, SchemaWarning)]) == 1
     for document, accepted in (({"a": True, "b": 1}, True), ({"a": False, "b ": "x"}, True), ({"a": True}, True),
                                ({"a": True, "b": [1]}, False), ({"a": True, "b": {}}, False)):

@@ -90,11 +90,11 @@ def small():
 
 
 @pytest.mark.parametrize("open_objects", [None, True, False])
-def test_promote_refuses_a_lattice_past_max_arcs_where_the_schema_is_largest(small, open_objects):
+def test_promote_refuses_a_lattice_past_max_lattice_arcs_where_the_schema_is_largest(small, open_objects):
     schema = CASES[0][0]
     with pytest.raises(ArcLimitExceeded) as info, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bpefst.promote(small, json_schema=schema, max_arcs=5_000, open_objects=open_objects)
+        bpefst.promote(small, json_schema=schema, max_lattice_arcs=5_000, open_objects=open_objects)
     message = str(info.value)
     assert message.startswith("JSON Schema /properties/note: ") and "arc limit exceeded" in message, message
     assert "of the schema's automaton is the string here" in message and "\n" not in message

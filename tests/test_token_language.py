@@ -144,7 +144,7 @@ def test_refusals_at_promote():
 
 def test_an_estimated_lattice_limit_refuses_at_promote_by_the_chunked_patterns_arcs():
     """Limits.lattice_per_arc > 1 refuses, before any walk, a language whose chunked pattern's arcs on symbols
-    (counted here from its rows) times that pass max_arcs; exactly at the limit it is built."""
+    (counted here from its rows) times that pass max_lattice_arcs; exactly at the limit it is built."""
     from bpefst.automata.errors import ArcLimitExceeded
     from bpefst.promotion.language_build import Limits
     from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
@@ -154,11 +154,33 @@ def test_an_estimated_lattice_limit_refuses_at_promote_by_the_chunked_patterns_a
     pattern = compile_regex(CUT, alphabet_for(m))
     chunked = chunked_pattern(pattern, m, chunker_or_whole(pattern, m, m.pattern))
     arcs = sum(len(row) - (BOUNDARY in row) for row in chunked.transitions)
-    with pytest.raises(ArcLimitExceeded, match=f"estimated at 3 per arc of the chunked pattern's {arcs:,}"):
-        bpefst.TokenLanguage(pattern, m, limits=Limits(max_arcs=3 * arcs - 1, lattice_per_arc=3))
-    language = bpefst.TokenLanguage(pattern, m, limits=Limits(max_arcs=3 * arcs, lattice_per_arc=3))
+    with pytest.raises(ArcLimitExceeded, match=rf"estimated at 3 per arc of the chunked pattern's arcs \(more than {(3 * arcs - 1) // 3:,}\)"):
+        bpefst.TokenLanguage(pattern, m, limits=Limits(max_lattice_arcs=3 * arcs - 1, lattice_per_arc=3))
+    language = bpefst.TokenLanguage(pattern, m, limits=Limits(max_lattice_arcs=3 * arcs, lattice_per_arc=3))
     assert guided_sequences(language.guide()) == encodings(m, CUT)
-    bpefst.TokenLanguage(pattern, m, limits=Limits(max_arcs=arcs))  # the default (1 per arc) is the proof only
+    bpefst.TokenLanguage(pattern, m, limits=Limits(max_lattice_arcs=arcs))  # the default (1 per arc) is the proof only
+
+
+def test_the_lattice_limit_bounds_the_walk_and_the_arc_limit_what_is_written_out():
+    """max_lattice_arcs refuses the canonical product whose lattice passes it (at promote(): the build is
+    asked for there); max_arcs does not touch the lazy product, which guides as before, but refuses what
+    would be written out, whose lattice is written out as rows (dfa(), shared_rows())."""
+    from bpefst.automata.errors import ArcLimitExceeded
+    from bpefst.promotion.language_build import Limits
+    from bpefst.regex import alphabet_for, compile_regex
+
+    m = model()
+    pattern = compile_regex(CUT, alphabet_for(m))
+    arcs = sum(len(tokens) * len(pairs) for tokens, pairs in bpefst.TokenLanguage(pattern, m).on_demand().groups)
+    with pytest.raises(ArcLimitExceeded, match="token lattice"):
+        bpefst.TokenLanguage(pattern, m, limits=Limits(max_lattice_arcs=arcs - 1)).on_demand()
+    with pytest.raises(ArcLimitExceeded, match="token lattice"):
+        bpefst.promote(m, CUT, max_lattice_arcs=arcs - 1).guide()
+    language = bpefst.promote(m, CUT, max_arcs=arcs - 1)
+    assert guided_sequences(language.guide()) == encodings(m, CUT)
+    for view in (language.dfa, language.shared_rows):
+        with pytest.raises(ArcLimitExceeded):
+            view()
 
 
 # -- cache_dir, in every call order ----------------------------------------------------------------------

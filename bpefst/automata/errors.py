@@ -21,11 +21,12 @@ class StateLimitExceeded(BpefstError):
 
 
 class ArcLimitExceeded(BpefstError):
-    """A construction would write out more arcs than the caller allowed."""
+    """A construction would write out (or, ``written_out=False``, walk) more arcs than the caller allowed."""
 
-    def __init__(self, what: str, limit: int, arcs: int | None = None) -> None:
+    def __init__(self, what: str, limit: int, arcs: int | None = None, written_out: bool = True) -> None:
         size = f" ({arcs:,} arcs)" if arcs is not None else ""
-        super().__init__(f"{what} needs more than {limit:,} arcs written out{size} (arc limit exceeded)")
+        super().__init__(f"{what} needs more than {limit:,} arcs{' written out' if written_out else ''}{size} "
+                         f"(arc limit exceeded)")
         self.what = what
         self.limit = limit
         self.arcs = arcs

@@ -132,8 +132,8 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
     compiled_at = time.perf_counter()
 
     def written_out(base, _openness=None, lattice_per_arc: float = 1.0):
-        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=Limits(max_states, max_arcs, lattice_per_arc),
-                                 automaton=automaton)
+        limits = Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs=max_arcs)  # one --max-arcs: all is written out
+        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=limits, automaton=automaton)
         return base, language, language.dfa()
 
     try:

@@ -261,23 +261,23 @@ def _walk_natively(walker, transitions: list[dict[int, int]], max_arcs: int | No
     groups of :func:`_groups_by_walks` (equal token lists shared across states), equal to the pure ones in
     value and order; with ``transforms``, ``TrieWalker.walk_transforms``: the groups of one walk
     carrying transforms (:func:`_walk_transforms`), tokens ascending and groups by their first token."""
-    if max_arcs is not None and max_arcs < 0 and transitions:
-        raise ArcLimitExceeded(LATTICE, max_arcs)  # the pure walk raises after its first row, however short
+    if max_arcs is not None and max_arcs < 0 and transitions:  # the pure walk raises after its first row, however short
+        raise ArcLimitExceeded(LATTICE, max_arcs, written_out=not groups)
     if keep is not None and not isinstance(keep, (bytes, bytearray)):
         keep = bytes(keep)
     limit = -1 if max_arcs is None else min(max_arcs, 1 << 62)
     found = walker.walk_transforms(transitions, limit, keep) if transforms else walker.walk(transitions, limit, groups, keep)
     if found is None:
-        raise ArcLimitExceeded(LATTICE, max_arcs)
+        raise ArcLimitExceeded(LATTICE, max_arcs, written_out=not groups)
     return found
 
 
 LATTICE = "the token lattice (every spelling of every match)"
 
 
-def _check_arcs(arcs: int, max_arcs: int | None) -> None:
+def _check_arcs(arcs: int, max_arcs: int | None, written_out: bool = True) -> None:
     if max_arcs is not None and arcs > max_arcs:
-        raise ArcLimitExceeded(LATTICE, max_arcs)
+        raise ArcLimitExceeded(LATTICE, max_arcs, written_out=written_out)
 
 
 def promote_agnostic(pattern: DFA, model: BPEModel, trie: SpellingTrie | None = None, minimal: bool = True,
@@ -550,7 +550,7 @@ def _groups_by_transforms(transitions: list[dict[int, int]], trie: SpellingTrie,
     tokens ascending, groups by their first token (an order that does not depend on how the walk went, so
     the compiled ``TrieWalker.walk_transforms`` gives the same list)."""
     transforms = _walk_transforms(transitions, trie)
-    _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs)
+    _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs, written_out=False)
     groups = _kept([(sorted(tokens), dict(zip(transforms.sources[tid], transforms.targets[tid])))
                     for tid, tokens in enumerate(transforms.tokens) if tokens], keep)
     groups.sort(key=_first_token)
@@ -605,5 +605,5 @@ def _groups_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_
         for g, r in filed:
             groups[g][1][q] = r
         arcs += count
-        _check_arcs(arcs, max_arcs)
+        _check_arcs(arcs, max_arcs, written_out=False)
     return groups

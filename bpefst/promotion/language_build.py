@@ -33,22 +33,30 @@ from .pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
 MODES = ("agnostic", "canonical", "canonical-direct")
 DEFAULT_MAX_STATES = 1_000_000
 DEFAULT_MAX_ARCS = 20_000_000
+# The canonical product walks its lattice without writing it out: equal token lists are held once
+# (:func:`.agnostic.walk_groups`), so what bounds it is set-up time (about 40 ns an arc), not memory.
+DEFAULT_MAX_LATTICE_ARCS = 40_000_000
 
 
 @dataclass(frozen=True)
 class Limits:
-    """How far a build may go: states numbered (StateLimitExceeded), arcs of the token lattice or
-    written out (ArcLimitExceeded); None is no limit.
+    """How far a build may go (ArcLimitExceeded, StateLimitExceeded); None is no limit.
 
-    ``lattice_per_arc``: the token lattice arcs counted for each arc of the chunked pattern, to refuse a
-    lattice past ``max_arcs`` before walking it.  1 (the default) is a proof: every arc on a base symbol
-    is a one-symbol token's arc.  More refuses on an estimate (the cuts of open objects,
-    :mod:`.schema_fallback`, where a refusal only means trying a smaller language).
+    * ``max_states``: states numbered;
+    * ``max_arcs``: arcs written out: the minimal DFA (``dfa()``, ``save()``), the shared rows when written
+      out, and the agnostic lattice, whose rows are dicts (about 70 bytes an arc);
+    * ``max_lattice_arcs``: arcs of the token lattice of the (chunked) pattern that the canonical product
+      walks (``guide()``, ``on_demand()``) and the shared rows are built from: set-up time;
+    * ``lattice_per_arc``: the token lattice arcs counted for each arc of the chunked pattern, to refuse a
+      lattice past ``max_lattice_arcs`` before walking it.  1 (the default) is a proof: every arc on a base
+      symbol is a one-symbol token's arc.  More refuses on an estimate (the cuts of open objects,
+      :mod:`.schema_fallback`, where a refusal only means trying a smaller language).
     """
 
     max_states: int | None = DEFAULT_MAX_STATES
     max_arcs: int | None = DEFAULT_MAX_ARCS
     lattice_per_arc: float = 1.0
+    max_lattice_arcs: int | None = DEFAULT_MAX_LATTICE_ARCS
 
 
 def check_mode(mode: str) -> None:
@@ -57,7 +65,7 @@ def check_mode(mode: str) -> None:
 
 
 def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str | None,
-                     max_states: int | None, max_arcs: int | None = None, lattice_per_arc: float = 1.0,
+                     max_states: int | None, max_lattice_arcs: int | None = None, lattice_per_arc: float = 1.0,
                      trie=None) -> tuple[DFA, bool]:
     """The automaton the canonical constructions read, and whether pre-tokenization cuts some match.
 
@@ -67,27 +75,32 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     pattern is the pattern again, minimized, and the whole-match
     constructions apply.  ``canonical-direct`` does not model
     pre-tokenization and refuses a pattern whose matches are cut.
-    ``max_arcs`` (the token lattice's limit) refuses a chunked pattern with
-    more arcs than that before its rows are made (:func:`.pretokenized.chunked_pattern`), or, with
-    ``lattice_per_arc`` above 1, whose arcs times that pass it (:class:`Limits`); with the exact limits
-    and the tokenizer's ``trie``, a chunked pattern whose lattice is likely past ``max_arcs`` has it
-    counted before its rows are made (:func:`.pretokenized.chunked_pattern`).
+    ``max_lattice_arcs`` (the token lattice's limit) refuses a chunked pattern
+    with more arcs than that, or, with ``lattice_per_arc`` above 1, whose arcs times that pass it
+    (:class:`Limits`), both before its rows are made (:func:`.pretokenized.chunked_pattern`: a refused
+    cut of a large schema costs no Python rows, which take about 70 bytes an arc); with the exact limits
+    and the tokenizer's ``trie``, a chunked pattern whose lattice is likely past the limit has it
+    counted before its rows are made too.
     """
     chunker = chunker_or_whole(pattern, model, pretokenizer) if mode != "agnostic" else None
     if chunker is None:
         return trim(pattern), False
-    chunked = chunked_pattern(pattern, model, chunker, max_states, max_arcs, trie if lattice_per_arc <= 1 else None)
+    estimated = lattice_per_arc > 1 and max_lattice_arcs is not None
+    try:  # an estimate is a limit on the chunked pattern's arcs, checked before its rows are made
+        chunked = chunked_pattern(pattern, model, chunker, max_states,
+                                  int(max_lattice_arcs // lattice_per_arc) if estimated else max_lattice_arcs,
+                                  None if estimated else trie)
+    except ArcLimitExceeded:
+        if not estimated:
+            raise
+        raise ArcLimitExceeded(f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more "
+                               f"than {int(max_lattice_arcs // lattice_per_arc):,}),", max_lattice_arcs, written_out=False) from None
     if not any(BOUNDARY in row for row in chunked.transitions):
         return minimize(chunked), False
     if mode == "canonical-direct":
         raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
                           f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match "
                           f"canonicity (mode=, pretokenize=False in Python)")
-    if lattice_per_arc > 1 and max_arcs is not None:
-        arcs = sum(map(len, chunked.transitions)) - sum(BOUNDARY in row for row in chunked.transitions)
-        if arcs * lattice_per_arc > max_arcs:
-            raise ArcLimitExceeded(f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's {arcs:,},",
-                                   max_arcs)
     return chunked, True
 
 
@@ -95,7 +108,7 @@ def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts
     """The product of ``mode`` over ``source`` (module docstring): an OnDemandCanonical or a DFA."""
     if mode == "canonical":
         return OnDemandCanonical(source, parts.trie, parts.automaton, BOUNDARY, max_states=limits.max_states,
-                                 max_lattice_arcs=limits.max_arcs)
+                                 max_lattice_arcs=limits.max_lattice_arcs)
     if mode == "agnostic":
         return promote_agnostic(source, model, parts.trie, minimal=False, max_arcs=limits.max_arcs)
     return promote_direct(source, model)

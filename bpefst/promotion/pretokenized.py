@@ -118,7 +118,7 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
             return chunked
     chunked = _chunked_pattern(pattern, _symbol_stepper(values, decoder, chunker), chunker, max_states)
     if max_arcs is not None and sum(len(row) - (BOUNDARY in row) for row in chunked.transitions) > max_arcs:
-        raise ArcLimitExceeded(LATTICE, max_arcs)
+        raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False)
     return chunked
 
 
@@ -176,7 +176,7 @@ def _chunked_natively(pattern: DFA, values: dict[int, int], decoder: list[dict[i
     if found is None:
         raise StateLimitExceeded(CHUNKED, max_states)
     if found is False:
-        raise ArcLimitExceeded(LATTICE, max_arcs)
+        raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False)
     rows, start, finals_found = found
     if rows is None:
         return DFA.empty_language()

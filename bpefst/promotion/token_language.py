@@ -52,6 +52,11 @@ GUIDES_KEPT = 4  # guides per language, one per stop-id set asked for (least rec
 STOP_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "<|eot_id|>", "<|im_end|>", "</s>", "<eos>")
 
 
+def _smaller(a: int | None, b: int | None) -> int | None:
+    """The smaller of two limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
+
+
 def default_stop_ids(model: BPEModel) -> list[int]:
     """The model's end-of-text special tokens, by their usual names."""
     return [model.specials[name] for name in STOP_TOKENS if name in model.specials]
@@ -108,7 +113,7 @@ class TokenLanguage:
             limits = self.limits
             trie = self.parts.trie if self.mode == "canonical" else None  # (the canonical product walks it next)
             self._source, _ = self._stage(name, lambda: source_automaton(self.pattern, self.model, self.mode, pretokenizer,
-                                                                           limits.max_states, limits.max_arcs,
+                                                                           limits.max_states, limits.max_lattice_arcs,
                                                                            limits.lattice_per_arc, trie))
         return self._source
 
@@ -153,9 +158,11 @@ class TokenLanguage:
 
     def _shared_rows(self, max_arcs: int | None = None) -> SharedRowDFA:
         """The canonical subsets over the (chunked) pattern, rows shared (:func:`.pretokenized.shared_canonical_subsets`);
-        ``max_arcs`` refuses them while they are built when writing them out would pass it."""
+        ``max_arcs`` refuses them while they are built when writing them out would pass it.  They are built from
+        the token lattice written out as rows, so that lattice is bounded by ``max_arcs`` too."""
+        lattice_limit = _smaller(self.limits.max_lattice_arcs, self.limits.max_arcs)
         return shared_canonical_subsets(self._source_automaton(), self.parts.trie, self.parts.automaton, self.limits.max_states,
-                                        max_lattice_arcs=self.limits.max_arcs, max_arcs=max_arcs)
+                                        max_lattice_arcs=lattice_limit, max_arcs=max_arcs)
 
     def _written_out(self) -> DFA:
         """The shared-row view written out and minimized.  Written out from the shared rows, not the lazy

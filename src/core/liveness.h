@@ -52,6 +52,7 @@ typedef struct {
     uint32_t n, words, groups, pairs;
     uint32_t *group_start, *group_token;      /* group -> its tokens */
     PyObject **group_list;                     /* group -> its token list (a reference held here) */
+    PyObject **token_object;                   /* token -> its int in a group's list (borrowed: the lists are held) */
     uint32_t lists_held;
     uint32_t *pair_group, *pair_q;             /* pair -> (group, q); its target is the state it is filed under */
     uint32_t *pred_start, *pred;               /* r -> the pairs into r, in the caller's order */
@@ -86,7 +87,7 @@ static void liveness_free(Liveness *l) {
         for (uint32_t p = 0; p < l->pairs; p++)
             if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
     for (uint32_t g = 0; g < l->lists_held; g++) Py_DECREF(l->group_list[g]);
-    PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list);
+    PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list), PyMem_Free(l->token_object);
     PyMem_Free(l->pair_group), PyMem_Free(l->pair_q), PyMem_Free(l->pred_start), PyMem_Free(l->pred);
     PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
     PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
@@ -137,8 +138,9 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
     uint32_t *pair_r = PyMem_Malloc(pairs * 4 + 4);
     l->pred_start = PyMem_Calloc((size_t)l->n + 1, 4), l->pred = PyMem_Malloc(pairs * 4 + 4);
     l->pending = PyMem_Calloc(pairs + 1, sizeof(Pending));
+    l->token_object = PyMem_Calloc((size_t)l->checker->size + 1, sizeof(PyObject *));
     if (!l->group_start || !l->group_token || !l->group_list || !l->pair_group || !l->pair_q || !pair_r ||
-        !l->pred_start || !l->pred || !l->pending) {
+        !l->pred_start || !l->pred || !l->pending || !l->token_object) {
         PyMem_Free(pair_r);
         PyErr_NoMemory();
         return -1;
@@ -149,8 +151,10 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         l->group_start[g] = (uint32_t)k;
         Py_INCREF(list);
         l->group_list[g] = list, l->lists_held = (uint32_t)g + 1;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
-            if (id_of(PyList_GET_ITEM(list, i), l->checker->size, &l->group_token[k++])) goto fail;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+            if (id_of(PyList_GET_ITEM(list, i), l->checker->size, &l->group_token[k])) goto fail;
+            l->token_object[l->group_token[k++]] = PyList_GET_ITEM(list, i);
+        }
         Py_ssize_t at = 0;
         while (PyDict_Next(PyTuple_GET_ITEM(group, 1), &at, &q_obj, &r_obj)) {
             if (p >= pairs) { /* (the dict grew under us: only a misbehaving caller) */
@@ -545,9 +549,10 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
         uint32_t q = l->pair_q[p];
         PyObject *list = PyList_New(found);
         if (!list) goto failed;
-        for (uint32_t i = 0; i < found; i++) {
-            PyObject *token = PyLong_FromUnsignedLong(settled[i]);
-            if (!token) {
+        for (uint32_t i = 0; i < found; i++) { /* the groups' own ints: no new int per token settled */
+            PyObject *token = l->token_object[settled[i]];
+            if (token) Py_INCREF(token);
+            else if (!(token = PyLong_FromUnsignedLong(settled[i]))) {
                 Py_DECREF(list);
                 goto failed;
             }

@@ -49,6 +49,11 @@ static void give_back(size_t freed) {
 #endif
 }
 
+/* A lattice walk of this many arcs marks a large build: its groups are few (equal token lists are held
+ * once) and its C arrays small, but the liveness solved over it and the states expanded from it are as
+ * large as before, and go back to the heap when the language is dropped. */
+#define LARGE_LATTICE_ARCS 4000000LL
+
 /* note_large_build(): as if a call had freed TRIM_AFTER bytes of its arrays (for tests, and builds made
  * of Python objects only). */
 static PyObject *note_large_build(PyObject *module, PyObject *unused) {
@@ -515,12 +520,14 @@ static int32_t walker_edge(const TrieWalker *w, int32_t node, int32_t symbol) {
     return -1;
 }
 
-/* Where state q goes on symbol index k: a dense table, or a binary search of q's arcs sorted by symbol. */
+/* Where state q goes on symbol index k: a dense table, or a binary search of q's arcs sorted by symbol
+ * (through `sorted`, or the rows themselves when they are in symbol order: `rows_by_symbol`). */
 typedef struct {
     const Rows *rows;
     int32_t symbols;
     int32_t *dense;    /* packed rows x symbols: target + 1, 0 for none; or NULL */
     int32_t *sorted;   /* per state, its arcs sorted by symbol (when there is no dense table) */
+    int rows_by_symbol;
 } Lookup;
 
 static const int32_t *lookup_sorted_symbol;
@@ -530,12 +537,17 @@ static int arc_by_symbol(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols) {
+/* rows_by_symbol: the rows' arcs are in symbol order already, so no index is made unless a dense table fits. */
+static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols, int rows_by_symbol) {
     memset(l, 0, sizeof *l);
     l->rows = rows;
     l->symbols = symbols;
     size_t cells = (size_t)rows->packed * (size_t)symbols;
     if (symbols == 0 || (rows->packed && cells / (size_t)rows->packed != (size_t)symbols)) cells = SIZE_MAX;
+    if (cells > DENSE_LOOKUP_MAX && rows_by_symbol) {
+        l->rows_by_symbol = 1;
+        return 0;
+    }
     if (cells <= DENSE_LOOKUP_MAX) {
         /* target + 1, 0 where there is no arc: calloc's zeroed pages instead of a pass filling up to 64 MB */
         l->dense = calloc(cells ? cells : 1, sizeof(int32_t));
@@ -562,8 +574,8 @@ static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol] - 1;
     size_t lo = rows->start[r], hi = rows->start[r + 1];
     while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int32_t e = l->sorted[mid], s = rows->symbol[e];
+        size_t mid = lo + (hi - lo) / 2, e = l->rows_by_symbol ? mid : (size_t)l->sorted[mid];
+        int32_t s = rows->symbol[e];
         if (s == symbol) return rows->target[e];
         if (s < symbol) lo = mid + 1;
         else hi = mid;
@@ -911,7 +923,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
     long long *arcs_of = malloc(((size_t)n + 1) * sizeof(long long)); /* per walked state, its arcs before keep */
     PyObject *out = NULL, *result = NULL;
-    if (lookup_init(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || !target_object || !group_of ||
+    if (lookup_init(&lookup, &rows, w->symbols, 0) || row_memo_init(&memo, n) || !target_object || !group_of ||
         !state_of_row || !pair_from || !pair_to || !arcs_of) {
         PyErr_NoMemory();
         goto done;
@@ -919,8 +931,8 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     for (Py_ssize_t r = 0; r < rows.packed; r++) state_of_row[r] = -1;
     for (Py_ssize_t q = 0; q < n; q++) group_of[q] = -1;
     int failed = 0, over = 0;
-    Py_BEGIN_ALLOW_THREADS
     long long arcs = 0;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t q = 0; q < n; q++) {
         /* one dict held by several states is compared once: its first state stands for it */
         uint32_t hash = 0;
@@ -971,6 +983,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    if (arcs >= LARGE_LATTICE_ARCS) large_build_pending = 1;
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -1144,7 +1157,7 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     }
     t.symbols = w->symbols > 0 ? w->symbols : 1;
     source = malloc(((size_t)n + 1) * 4), target = malloc(((size_t)n + 1) * 4);
-    if (lookup_init(&lookup, &rows, w->symbols) || !source || !target || transforms_rehash(&t)) {
+    if (lookup_init(&lookup, &rows, w->symbols, 0) || !source || !target || transforms_rehash(&t)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1521,14 +1534,22 @@ static int product_lattice_over(const TrieWalker *w, const Rows *pattern, const 
         for (int32_t a = product->arc_start[s]; a < product->arc_start[s + 1]; a++) {
             int32_t t = product->new_id[product->arc_target[a]];
             if (product->arc_from[a] < 0 || t < 0 || walker_symbol[product->arc_from[a]] < 0) continue;
-            rows.symbol[e] = walker_symbol[product->arc_from[a]];
-            rows.target[e++] = t;
+            /* kept in symbol order (only the count is read here, not the walk's order), so the lookup needs
+             * no index beside the rows: 4 bytes an arc less on the largest patterns */
+            int32_t symbol = walker_symbol[product->arc_from[a]];
+            size_t at = e++;
+            for (; at > rows.start[k] && rows.symbol[at - 1] > symbol; at--) {
+                rows.symbol[at] = rows.symbol[at - 1];
+                rows.target[at] = rows.target[at - 1];
+            }
+            rows.symbol[at] = symbol;
+            rows.target[at] = t;
         }
         rows.size[k] = (Py_ssize_t)(e - rows.start[k]);
     }
     rows.start[kept] = e;
     rows.arcs = e;
-    if (lookup_init(&lookup, &rows, w->symbols)) goto done;
+    if (lookup_init(&lookup, &rows, w->symbols, 1)) goto done;
     long long total = 0;
     over = 0;
     for (Py_ssize_t s = 0; s < states && !over; s++) {
