@@ -550,7 +550,8 @@ def _groups_by_transforms(transitions: list[dict[int, int]], trie: SpellingTrie,
     tokens ascending, groups by their first token (an order that does not depend on how the walk went, so
     the compiled ``TrieWalker.walk_transforms`` gives the same list)."""
     transforms = _walk_transforms(transitions, trie)
-    _check_arcs(sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens)), max_arcs, written_out=False)
+    arcs = sum(len(tokens) * len(transforms.sources[tid]) for tid, tokens in enumerate(transforms.tokens))
+    _check_arcs(arcs, max_arcs, written_out=False)
     groups = _kept([(sorted(tokens), dict(zip(transforms.sources[tid], transforms.targets[tid])))
                     for tid, tokens in enumerate(transforms.tokens) if tokens], keep)
     groups.sort(key=_first_token)

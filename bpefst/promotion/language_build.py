@@ -93,8 +93,9 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     except ArcLimitExceeded:
         if not estimated:
             raise
-        raise ArcLimitExceeded(f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more "
-                               f"than {int(max_lattice_arcs // lattice_per_arc):,}),", max_lattice_arcs, written_out=False) from None
+        what = (f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more than "
+                f"{int(max_lattice_arcs // lattice_per_arc):,}),")
+        raise ArcLimitExceeded(what, max_lattice_arcs, written_out=False) from None
     if not any(BOUNDARY in row for row in chunked.transitions):
         return minimize(chunked), False
     if mode == "canonical-direct":
