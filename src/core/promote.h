@@ -844,7 +844,7 @@ static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject
 static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, const Ints *filed, PyObject **state_object) {
     PyObject *out = PyList_New((Py_ssize_t)table->groups), **pairs = calloc(table->groups + 1, sizeof(PyObject *));
     int status = out && pairs ? 0 : -1;
-    if (!status && !pairs) PyErr_NoMemory();
+    if (!pairs) PyErr_NoMemory();
     for (size_t g = 0; !status && g < table->groups; g++) {
         size_t from = table->start[g], size = table->start[g + 1] - from;
         PyObject *tokens = PyList_New((Py_ssize_t)size);
