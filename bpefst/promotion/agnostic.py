@@ -582,13 +582,13 @@ def _groups_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_
     steps, symbols = trie.steps(), trie.symbols()
     groups: list[tuple[list[int], dict[int, int]]] = []
     group_of: dict[tuple[int, ...], int] = {}  # a token list -> its group
-    first_of: dict[tuple, tuple[int, list[tuple[int, int]], int]] = {}  # row -> (state, its (group, r) filed, arcs)
+    first_of: dict[tuple, tuple[list[tuple[int, int]], int]] = {}  # row -> (its (group, r) filed, its arcs)
     arcs = 0
     for q, row in enumerate(transitions):
         key = (len(row), tuple((s, r) for s, r in row.items() if s in symbols))
         earlier = first_of.get(key)
         if earlier is not None:
-            _, filed, count = earlier
+            filed, count = earlier
         else:
             by_target: dict[int, list[int]] = {}
             walked = _walk(transitions, steps, q, trie.tokens)
@@ -602,7 +602,7 @@ def _groups_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_
                     if g == len(groups):
                         groups.append((kept, {}))
                     filed.append((g, r))
-            first_of[key] = (q, filed, count)
+            first_of[key] = (filed, count)
         for g, r in filed:
             groups[g][1][q] = r
         arcs += count

@@ -86,15 +86,14 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     if chunker is None:
         return trim(pattern), False
     estimated = lattice_per_arc > 1 and max_lattice_arcs is not None
-    try:  # an estimate is a limit on the chunked pattern's arcs, checked before its rows are made
-        chunked = chunked_pattern(pattern, model, chunker, max_states,
-                                  int(max_lattice_arcs // lattice_per_arc) if estimated else max_lattice_arcs,
-                                  None if estimated else trie)
+    # an estimate is a limit on the chunked pattern's arcs, checked before its rows are made
+    arcs_limit = int(max_lattice_arcs // lattice_per_arc) if estimated else max_lattice_arcs
+    try:
+        chunked = chunked_pattern(pattern, model, chunker, max_states, arcs_limit, None if estimated else trie)
     except ArcLimitExceeded:
         if not estimated:
             raise
-        what = (f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more than "
-                f"{int(max_lattice_arcs // lattice_per_arc):,}),")
+        what = f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more than {arcs_limit:,}),"
         raise ArcLimitExceeded(what, max_lattice_arcs, written_out=False) from None
     if not any(BOUNDARY in row for row in chunked.transitions):
         return minimize(chunked), False
