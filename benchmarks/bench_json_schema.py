@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/bench_json_schema.py SAMPLE_DIR [--sample N --seed S] [--vocab gpt2|cl100k]
        [--no-peers] [--timeout SECONDS] [--max-depth D] [--text-only] [--closed-objects] [--show-rejected]
+       [--member-order schema|any]
 
 SAMPLE_DIR holds JSONSchemaBench MaskBench files (github guidance-ai/jsonschemabench,
 ``maskbench/data``: ``{"schema": ..., "tests": [{"data": ..., "valid": bool}, ...]}``);
@@ -27,6 +28,10 @@ be given.  Per schema, in one process, one schema after another:
   (``build_regex_from_schema``) with its regex matched on the text by the
   ``regex`` module (building its token index takes minutes on large schemas,
   so only the translation's coverage is compared).
+
+``--member-order any`` translates with ``member_order="any"`` (objects with
+at most one required member in any order): the sample's valid documents list
+their members in their own orders, so this is the form that checks them.
 
 Peak RSS of the process is printed at the end (the memory acceptance: the
 whole sample promoted one schema after another).
@@ -135,9 +140,9 @@ def refusal_keyword(exc: SchemaError) -> str:
 
 class Ours:
     def __init__(self, model, timeout: float, max_depth: int, text_only: bool = False, open_objects: bool = True,
-                 via_text: bool = False):
+                 via_text: bool = False, member_order: str = "schema"):
         self.model, self.timeout, self.max_depth = model, timeout, max_depth
-        self.open_objects, self.via_text = open_objects, via_text
+        self.open_objects, self.via_text, self.member_order = open_objects, via_text, member_order
         self.alphabet = ByteAlphabet() if text_only else alphabet_for(model)  # text_only: symbols are the UTF-8 bytes
         self.stops = default_stop_ids(model)
         self.bitmask = allocate_token_bitmask(1, model.max_id + 1)
@@ -147,10 +152,12 @@ class Ours:
             warnings.simplefilter("always", SchemaWarning)
             started, cpu = time.perf_counter(), time.process_time()
             if self.via_text:
-                pattern = schema_to_regex(schema, max_depth=self.max_depth, open_objects=self.open_objects)
+                pattern = schema_to_regex(schema, max_depth=self.max_depth, open_objects=self.open_objects,
+                                          member_order=self.member_order)
                 self.dfa = compile_regex(pattern, self.alphabet, max_states=MAX_STATES)
             else:
                 self.dfa = schema_to_dfa(schema, self.alphabet, max_depth=self.max_depth, open_objects=self.open_objects,
+                                         member_order=self.member_order,
                                          max_states=MAX_STATES)
             elapsed = time.perf_counter() - started
             self.cpu = time.process_time() - cpu  # what the translation took of this process's CPU (the machine may be shared)
@@ -160,7 +167,8 @@ class Ours:
         started = time.perf_counter()
         if schema is not None:  # the user's route: promote(...).guide()
             guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth,  # open where it fits
-                                          open_objects=None if self.open_objects else False).guide()
+                                          open_objects=None if self.open_objects else False,
+                                          member_order=self.member_order).guide()
         else:  # the translated DFA as one language, its guide (what promote(json_schema=...) builds)
             guided = TokenLanguage(dfa, self.model, "canonical", self.model.pattern is not None).guide(stop_ids=self.stops)
         if guided.start is not None:
@@ -184,13 +192,13 @@ class Ours:
 
 
 def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False,
-        open_objects: bool = True, via_text: bool = False, show_rejected: bool = False) -> None:
+        open_objects: bool = True, via_text: bool = False, show_rejected: bool = False, member_order: str = "schema") -> None:
     import bpefst
 
     tokenizer = bpefst.load(DATA / VOCABS[label])
     model = tokenizer.model  # one tokenizer in the process, as a user has
     DEFAULT_PARTS.get(model)  # per-tokenizer set-up, once (not counted per schema)
-    ours = Ours(model, timeout, max_depth, text_only, open_objects, via_text)
+    ours = Ours(model, timeout, max_depth, text_only, open_objects, via_text, member_order)
     ours.bpefst, ours.tokenizer = bpefst, tokenizer
     ll = LLGuidance(label, model, model.specials.get("<|endoftext|>")) if peers else None
     tally = collections.Counter()
@@ -372,6 +380,8 @@ def main() -> None:
                         help="(the default) objects without additionalProperties take extra members, as JSON Schema reads them")
     parser.add_argument("--closed-objects", action="store_true",
                         help="objects with properties but no additionalProperties take their listed members only")
+    parser.add_argument("--member-order", choices=("schema", "any"), default="schema",
+                        help="schema_to_dfa's member_order (the user path: bpefst.promote's)")
     parser.add_argument("--via-text", action="store_true", help="translate through the pattern text and compile_regex")
     parser.add_argument("--show-rejected", action="store_true", help="print each valid instance refused, with its schema")
     args = parser.parse_args()
@@ -379,7 +389,7 @@ def main() -> None:
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
         run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path,
-            not args.closed_objects, args.via_text, args.show_rejected)
+            not args.closed_objects, args.via_text, args.show_rejected, args.member_order)
 
 
 if __name__ == "__main__":

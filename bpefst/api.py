@@ -106,7 +106,8 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None, mode: str = "canonical",
+            max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None, member_order: str = "schema",
+            mode: str = "canonical",
             pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
             max_arcs: int = DEFAULT_MAX_ARCS, max_lattice_arcs: int = DEFAULT_MAX_LATTICE_ARCS,
             cache_dir: str | os.PathLike | None = None, parts: PartsCache | None = None) -> TokenLanguage:
@@ -115,7 +116,10 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     values the schema leaves open nest at most ``max_depth`` arrays/objects and a recursive ``$ref`` is followed
     that often; ``strict=False`` drops the keywords an automaton cannot honour, with a warning, instead of refusing;
     an object without ``additionalProperties: false`` takes extra members after its listed ones, as JSON Schema
-    reads it, unless ``open_objects=False`` closes it), as a :class:`TokenLanguage`.  With the default
+    reads it, unless ``open_objects=False`` closes it; objects list their members in the schema's order, or with
+    ``member_order="any"`` an object with at most one required member takes them in any order, for checking
+    documents others wrote: an optional member may then repeat, so a decoder could loop), as a
+    :class:`TokenLanguage`.  With the default
     ``open_objects=None`` a schema whose open objects take the language past ``max_states`` or ``max_lattice_arcs``
     is promoted with the first cut of :func:`~bpefst.promotion.schema_fallback.schema_fallback` that fits
     (extra values one level deep, or scalars; then only the outermost object open; then every object closed), with one
@@ -152,12 +156,12 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
 
         def translate(openness, closed: list):
             return schema_to_dfa(json_schema, alphabet_for(model), whitespace, max_depth=max_depth, strict=strict,
-                                 open_objects=openness, max_states=max_states, closed=closed)
+                                 open_objects=openness, max_states=max_states, closed=closed, member_order=member_order)
 
         def build(pattern, openness, lattice_per_arc: float) -> TokenLanguage:
             # the schema and the options name the language in cache_dir, as a regex's text does
             source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, {True: "open", False: "closed"}
-                                                  .get(openness, openness)], sort_keys=True, default=str)
+                                                  .get(openness, openness), member_order], sort_keys=True, default=str)
             built = TokenLanguage(pattern, model, mode, pretokenize, parts=parts, source=source, cache_dir=cache_dir,
                                   limits=Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs))
             if mode == "canonical":
@@ -172,7 +176,7 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
 
             warnings.warn(SchemaWarning(cut), stacklevel=2)
         return language
-    text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict)
+    text = constraint_pattern(regex, json_schema, whitespace, max_depth, strict, member_order)
     pattern = compile_regex(text, alphabet_for(model), max_states=max_states)
     return TokenLanguage(pattern, model, mode, pretokenize, limits=Limits(max_states, max_arcs, 1.0, max_lattice_arcs),
                          parts=parts, source=text, cache_dir=cache_dir)

@@ -39,8 +39,9 @@ def validator(schema):
     return Validator(schema, format_checker=Validator.FORMAT_CHECKER)
 
 
-def dfa_of(schema, whitespace=0, open_objects=False) -> DFA:
-    return compile_regex(schema_to_regex(schema, whitespace, open_objects=open_objects), ByteAlphabet())
+def dfa_of(schema, whitespace=0, open_objects=False, member_order="schema") -> DFA:
+    return compile_regex(schema_to_regex(schema, whitespace, open_objects=open_objects, member_order=member_order),
+                         ByteAlphabet())
 
 
 def restricted(dfa: DFA, alphabet: bytes) -> DFA:
@@ -49,13 +50,13 @@ def restricted(dfa: DFA, alphabet: bytes) -> DFA:
     return trim(DFA([{s: t for s, t in row.items() if s in keep} for row in dfa.transitions], dfa.start, dfa.finals, check=False))
 
 
-def accepted(schema, alphabet: bytes, max_len: int, whitespace=0) -> list[str]:
-    dfa = restricted(dfa_of(schema, whitespace), alphabet)
+def accepted(schema, alphabet: bytes, max_len: int, whitespace=0, member_order="schema") -> list[str]:
+    dfa = restricted(dfa_of(schema, whitespace, member_order=member_order), alphabet)
     return [bytes(s).decode("utf-8") for s in enumerate_strings(dfa, max_len)]
 
 
-def samples(schema, count: int, max_len: int = 60, seed: int = 0) -> list[str]:
-    draw = sampler(dfa_of(schema), max_len)
+def samples(schema, count: int, max_len: int = 60, seed: int = 0, member_order="schema") -> list[str]:
+    draw = sampler(dfa_of(schema, member_order=member_order), max_len)
     rng = random.Random(seed)
     found = [draw(rng) for _ in range(count)]
     assert all(s is not None for s in found)
@@ -273,6 +274,30 @@ def test_objects(schema):
     n = assert_complete(schema, object_universe(names, [0, 1, 2, 3, True, False, None]))
     # brute force over the universe is the whole generated language here: same count
     assert n == len(texts)
+
+
+@pytest.mark.parametrize("schema", [OBJECT, {**OBJECT, "required": []}, {**OBJECT, "required": ["a", "c"]},
+                                    {**OBJECT, "additionalProperties": {"type": "integer"}}])
+def test_objects_in_any_order(schema):
+    """member_order="any": an object with at most one required member takes its members in any
+    order, with more the schema's; every accepted text valid, every valid one in such an order accepted."""
+    assert_sound(schema, samples(schema, 300, member_order="any"), at_least=300)
+    names = list(schema["properties"]) + (["d"] if "additionalProperties" in schema else [])
+    check, dfa = validator(schema), dfa_of(schema, member_order="any")
+    pattern = regex.compile(schema_to_regex(schema, member_order="any"))
+    free = len(schema["required"]) <= 1
+    seen = 0
+    for doc in object_universe(names, [0, 3, True, False, None]):
+        for order in itertools.permutations(doc):
+            text = json.dumps({k: doc[k] for k in order}, separators=(",", ":"))
+            expected = check.is_valid(doc) and (free or list(order) == [n for n in names if n in doc])
+            assert dfa.accepts(text.encode()) == bool(pattern.fullmatch(text)) == expected, text
+            seen += expected
+    assert seen >= 3
+    if free:  # an optional member may come twice, each value valid (json.loads keeps the last)
+        assert dfa.accepts(b'{"a":1,"b":true,"a":2}') and not dfa.accepts(b'{"a":3,"b":true,"a":1}')
+    if schema["required"]:
+        assert not dfa.accepts(b'{"a":1,"b":true,"b":false}'[:-1] + b',"a":0,"c":null}')  # a required member once
 
 
 def test_nested_objects_refs_and_any_of():

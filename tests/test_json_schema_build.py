@@ -101,10 +101,25 @@ def test_open_objects_by_default_both_ways_against_jsonschema():
 
 
 def test_extra_members_come_after_the_listed_ones_and_never_repeat_them():
-    dfa = schema_to_dfa(NESTED)
+    dfa = schema_to_dfa(NESTED, member_order="schema")
     assert dfa.accepts(b'{"a":1,"z":2}') and not dfa.accepts(b'{"z":2,"a":1}')  # the documented order
     assert not dfa.accepts(b'{"a":1,"a":2}') and not dfa.accepts(b'{"a":1,"z":2,"s":"x"}')
     assert not dfa.accepts(b'{"a":1,"\\u0061":2}')  # a listed name is spelled one way only
+
+
+def test_in_any_order_members_come_around_the_one_required_member():
+    dfa = schema_to_dfa(NESTED, member_order="any")  # NESTED and its "b" have one required member each
+    assert dfa.accepts(b'{"z":2,"a":1}') and dfa.accepts(b'{"s":"x","z":[],"a":1,"b":{"y":0,"c":true}}')
+    assert dfa.accepts(b'{"s":"x","a":1,"s":"yz"}')  # an optional member may come twice (json.loads keeps the last)
+    assert not dfa.accepts(b'{"a":1,"a":2}') and not dfa.accepts(b'{"z":2}') and not dfa.accepts(b'{"s":"","a":1}')
+    assert not dfa.accepts(b'{"a":1,"\\u0061":2}')
+    for whitespace in (0, 1):  # built directly (0) or through one NFA (1): the language of the rendered pattern
+        built = schema_to_dfa(NESTED, whitespace=whitespace, max_depth=0, member_order="any")
+        text = schema_to_regex(NESTED, whitespace, max_depth=0, member_order="any")
+        assert counterexample(built, compile_regex(text, ByteAlphabet())) is None
+    assert schema_to_dfa(NESTED, whitespace=1, member_order="any").accepts(b'{ "z" :2 , "a":1 }')
+    with pytest.raises(bpefst.BpefstError, match="member_order must be one of 'schema', 'any', not 'sorted'"):
+        schema_to_dfa(NESTED, member_order="sorted")
 
 
 def test_closed_objects_on_request():
@@ -238,14 +253,19 @@ def test_promote_takes_open_objects_and_the_cli_closed_objects(tmp_path, byte_to
     extra = tokenizer.encode('{"a":true,"z":1}')
     assert opened.accepts(extra) and not closed.accepts(extra)
     assert opened.accepts(tokenizer.encode('{"a":true}')) and closed.accepts(tokenizer.encode('{"a":true}'))
+    reordered = tokenizer.encode('{"z":1,"a":true}')  # member_order="any": one required member, the others around it
+    assert not opened.accepts(reordered)
+    assert bpefst.promote(tokenizer, json_schema=schema, open_objects=True, member_order="any").accepts(reordered)
 
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema))
-    for flags, open_ in (((), True), (("--closed-objects",), False)):
-        out = tmp_path / f"out{open_}.msgpack"
+    for flags, open_, any_order in (((), True, False), (("--closed-objects",), False, False),
+                                    (("--member-order", "any"), True, True)):
+        out = tmp_path / f"out{len(flags)}{open_}.msgpack"
         result = run("promote", str(byte_tok), "--json-schema", str(path), *flags, "-o", str(out))
         assert result.returncode == 0, result.stderr.decode()
         assert bpefst.load_automaton(out).accepts(extra) == open_
+        assert bpefst.load_automaton(out).accepts(reordered) == (open_ and any_order)
     assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--closed-objects"),
                       "--closed-objects applies to --json-schema")
     big = tmp_path / "big.json"

@@ -37,7 +37,7 @@ from .limits import LimitExceeded, bounded
 @click.option("--pattern-file", type=click.Path(), help="The pattern as a bpefst automaton artifact over bytes (byte-level) or code points (character-level).")
 @click.option("--words", "words_file", type=click.Path(allow_dash=True), help="A literal list of strings, one per line.")
 @click.option("--json-schema", "schema_file", type=click.Path(allow_dash=True),
-              help="A JSON Schema file: the pattern is the JSON text of its documents (properties in schema order, compact).")
+              help="A JSON Schema file: the pattern is the JSON text of its documents (compact; members in the order of --member-order).")
 @click.option("--whitespace", type=click.IntRange(min=0), default=None, metavar="K",
               help="--json-schema: allow up to K whitespace characters around each structural character (default 0: compact).")
 @click.option("--max-depth", type=click.IntRange(min=0, max=16), default=None, metavar="D",
@@ -50,6 +50,10 @@ from .limits import LimitExceeded, bounded
               help="--json-schema: an object without additionalProperties takes only its listed properties (by default "
                    "it also takes extra members after them, as JSON Schema reads it, and where that makes the language too "
                    "large, the first of bpefst.promote's cuts that fits, said on stderr).")
+@click.option("--member-order", type=click.Choice(["any", "schema"]), default=None,
+              help="--json-schema: schema (default): every object's listed members in schema order, then extra ones; "
+                   "any: an object with at most one required member takes its members in any order, an optional one "
+                   "possibly twice (for checking documents; a decoder could loop).")
 @click.option("--mode", type=click.Choice([*MODES, "maxmatch"]), default=None,
               help="agnostic: every tokenization of every match; canonical (default for BPE): only BPE's (via A_BPE, Eq. 5); canonical-direct: the same by Algorithm 2 (Eq. 4); maxmatch (WordPiece vocabularies, the default for them): MaxMatch's tokens of each matched word.")
 @click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
@@ -71,7 +75,7 @@ from .limits import LimitExceeded, bounded
               help="Give up when the process needs more resident memory than this.")
 @user_errors
 def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, schema_file, whitespace, max_depth, no_strict,
-                    closed_objects,
+                    closed_objects, member_order,
                     mode, unk, output, fmt, stats,
                     sample, max_states, max_arcs, tokenizer_path, no_pretokenize, timeout, max_memory) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
@@ -96,14 +100,14 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     if len(given) != 1:
         raise BpefstError("give exactly one of --regex, --pattern-file, --words, --json-schema")
     for name, value in (("--whitespace", whitespace), ("--max-depth", max_depth), ("--no-strict", no_strict or None),
-                        ("--closed-objects", closed_objects or None)):
+                        ("--closed-objects", closed_objects or None), ("--member-order", member_order)):
         if value is not None and schema_file is None:
             raise BpefstError(f"{name} applies to --json-schema")
     _check_output(output, fmt, [compiled, pattern_file, words_file, schema_file, tokenizer_path])
     schema = None
     if schema_file is not None:  # translated once the tokenizer's alphabet is known, as bpefst.promote does
         schema = _Schema(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
-                         not no_strict, False if closed_objects else None)
+                         not no_strict, False if closed_objects else None, member_order or "schema")
     try:
         with bounded(timeout, max_memory):
             _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
@@ -165,9 +169,10 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
 class _Schema:
     """``--json-schema`` and its options, translated by :meth:`automaton` once the alphabet is known."""
 
-    def __init__(self, schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool | None) -> None:
+    def __init__(self, schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool | None,
+                 member_order: str = "schema") -> None:
         self.schema, self.whitespace, self.max_depth = schema, whitespace, max_depth
-        self.strict, self.open_objects = strict, open_objects
+        self.strict, self.open_objects, self.member_order = strict, open_objects, member_order
         self.said: set[str] = set()  # warnings on stderr so far (each schema translation repeats its own)
 
     def automaton(self, alphabet, max_states: int, openness=None, closed: list | None = None):
@@ -178,7 +183,7 @@ class _Schema:
             warnings.simplefilter("always", SchemaWarning)
             dfa = schema_to_dfa(self.schema, alphabet, self.whitespace, max_depth=self.max_depth, strict=self.strict,
                                 open_objects=openness if openness is not None else self.open_objects is not False, max_states=max_states,
-                                closed=closed)
+                                closed=closed, member_order=self.member_order)
         self._say(str(warning.message) for warning in caught)
         return dfa
 

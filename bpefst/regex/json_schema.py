@@ -8,9 +8,21 @@ reads and that is valid under the schema (``strict=False`` gives that up for
 the keywords it names in its warning).  It is a chosen subset of the valid
 documents, the one a generator should produce:
 
-* objects list their properties in the schema's order, each at most once;
-  then, unless ``additionalProperties`` is ``false``, any number of extra
-  members, their names differing from the listed ones and constrained by
+* objects list their properties in the schema's order, each at most once,
+  then the extra members (``member_order="schema"``, the default: what a
+  generator should write, each listed member at most once, so that
+  generation ends).  ``member_order="any"``, for
+  checking documents others wrote: an object with at most one required
+  member takes its members in any order, the required one once, the
+  optional listed ones and the extra ones any number of times before and
+  after it (an optional member may so come twice: ``json.loads`` keeps the
+  last, and each value is valid; a decoder could loop through them).
+  Objects with more required members keep the schema's order (any order of
+  ``r`` required members needs a state per subset of them; on
+  JSONSchemaBench, gaps around two or three required members made automata
+  larger and translation slower for no more documents accepted).  Extra
+  members: unless ``additionalProperties`` is ``false``, any number,
+  their names differing from the listed ones and constrained by
   ``propertyNames`` and ``patternProperties``, their values by the schema
   that governs them (``additionalProperties``, the matching patterns, or any
   JSON value up to ``max_depth`` when the schema says nothing): JSON Schema's
@@ -134,6 +146,8 @@ NOTHING = NOTHING_TEXT  # the pattern of no document (kept for importers)
 # nest, None for max_depth; whether only the outermost object stays open, the others closed).
 OPENNESS = {"values-1": (1, False), "scalar-values": (0, False), "outermost": (None, True),
             "outermost-scalar-values": (0, True)}
+MEMBER_ORDERS = ("schema", "any")  # how an object's members may be ordered (schema_to_regex)
+FREE_MAX_REQUIRED = 1  # member_order="any": objects with at most this many required members take any order
 MAX_COUNTED = 16  # maxProperties counted on an object of extra members only
 MAX_DEPTH = 64  # nested schemas (hostile input must not reach Python's recursion limit)
 MAX_PATTERN = 1_000_000  # characters of translated pattern text before refusing
@@ -176,7 +190,7 @@ DEFINED_FORMATS = frozenset({
 
 
 def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH, strict: bool = True,
-                    open_objects: bool = True) -> str:
+                    open_objects: bool = True, member_order: str = "schema") -> str:
     """The pattern matching the JSON text of the documents generated for ``schema`` (module docstring).
 
     ``whitespace``: 0 for compact JSON, ``k`` to allow up to ``k`` whitespace
@@ -187,9 +201,13 @@ def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX
     ``open_objects`` (default): an object with ``properties`` but no
     ``additionalProperties`` also takes extra members after its listed ones,
     as JSON Schema reads it; ``False``: it takes its listed members only.
+    ``member_order``: ``"schema"`` (default: the listed members in the
+    schema's order, then the extra ones) or ``"any"`` (an object with at
+    most one required member takes its members in any order, an optional one
+    possibly twice; for checking documents, module docstring).
     Ignored and dropped keywords are named in one :class:`SchemaWarning`.
     """
-    node = _translate(schema, whitespace, max_depth, strict, open_objects)
+    node = _translate(schema, whitespace, max_depth, strict, open_objects, member_order=member_order)
     try:
         return render(node, MAX_PATTERN)
     except TooLong:
@@ -199,7 +217,7 @@ def schema_to_regex(schema, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX
 
 def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH,
                   strict: bool = True, open_objects: bool | str = True, max_states: int | None = None,
-                  closed: list | None = None):
+                  closed: list | None = None, member_order: str = "schema"):
     """The minimal DFA over ``alphabet`` (default: bytes) of :func:`schema_to_regex`'s pattern, built directly.
 
     The same language as ``compile_regex(schema_to_regex(schema, ...), alphabet)``
@@ -210,6 +228,7 @@ def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0,
     ``open_objects`` also takes the cuts of :data:`OPENNESS` (``bpefst.promote``'s
     fallbacks when open objects make the language too large); ``closed``, a list,
     receives the JSON pointers of the objects closed that JSON Schema leaves open.
+    ``member_order``: as :func:`schema_to_regex`'s.
     """
     translator = _Translator(schema, whitespace, max_depth, bool(strict))
     if isinstance(open_objects, str):
@@ -217,7 +236,7 @@ def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0,
             raise BpefstError(f"open_objects must be True, False or one of {', '.join(OPENNESS)}, not {open_objects!r}")
         translator.extra_depth, translator.outermost_only = OPENNESS[open_objects]
         open_objects = True
-    node = _translate(schema, whitespace, max_depth, strict, open_objects, translator)
+    node = _translate(schema, whitespace, max_depth, strict, open_objects, translator, member_order)
     if closed is not None:
         closed.extend(translator.closed_at)
     try:
@@ -228,15 +247,17 @@ def schema_to_dfa(schema, alphabet: Alphabet | None = None, whitespace: int = 0,
 
 
 def _translate(schema, whitespace: int, max_depth: int, strict: bool, open_objects: bool = True,
-               translator: "_Translator | None" = None) -> Node:
+               translator: "_Translator | None" = None, member_order: str = "schema") -> Node:
     """The expression graph of the schema's documents, after checking the options; warns once."""
     if not isinstance(whitespace, int) or isinstance(whitespace, bool) or whitespace < 0:
         raise BpefstError(f"whitespace must be a non-negative integer, not {whitespace!r}")
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 16:
         raise BpefstError(f"max_depth must be an integer from 0 to 16, not {max_depth!r}")
+    if member_order not in MEMBER_ORDERS:
+        raise BpefstError(f"member_order must be one of {', '.join(map(repr, MEMBER_ORDERS))}, not {member_order!r}")
     if translator is None:
         translator = _Translator(schema, whitespace, max_depth, bool(strict))
-    translator.open_objects = bool(open_objects)
+    translator.open_objects, translator.any_order = bool(open_objects), member_order == "any"
     node = translator.value(schema, "", ())
     if node is NO_DOCUMENT and schema is not False and translator.empty:
         where, why = next(iter(translator.empty.items()))
@@ -287,6 +308,7 @@ class _Translator:
         self.extra_depth: int | None = None
         self.nesting = 0  # arrays/objects around the value being translated (memoized nodes keep their first)
         self.closed_at: dict[str, None] = {}  # pointers of objects closed although JSON Schema leaves them open
+        self.any_order = False  # member_order="any": optional and extra members anywhere among the required ones
 
     def punct(self, char: str) -> Node:
         """A structural character with the allowed whitespace around it."""
@@ -618,7 +640,7 @@ class _Translator:
             compact.ignored, compact.relaxed, compact.origin = self.ignored, self.relaxed, self.origin
             compact.open_objects, compact.empty, compact.roots = self.open_objects, self.empty, set()
             compact.outermost_only, compact.extra_depth, compact.closed_at = self.outermost_only, self.extra_depth, self.closed_at
-            compact.superset = self.superset
+            compact.superset, compact.any_order = self.superset, self.any_order
             typed = rest if kind is None else {**rest, "type": kind}
             found = self.enum_rests[(id(rest), kind)] = (rest, compact.value(typed, pointer, refs))
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -815,7 +837,7 @@ class _Translator:
         if maximum is not None and (more is not None or maximum < len(members)):
             self.unsupported(_pointer(pointer, "maxProperties"), "maxProperties below the number of possible members "
                                                                   "is not supported")
-        return seq(self.punct("{"), Members(members, more, comma, allow_empty=minimum < 1), self.punct("}"))
+        return seq(self.punct("{"), Members(members, more, comma, allow_empty=minimum < 1, free=self.any_order and needed <= FREE_MAX_REQUIRED), self.punct("}"))
 
     def member_schema(self, name: str, schema: dict, pointer: str, properties, patterns, extra, names):
         """The schema of a listed member's value (its property's, the matching patterns', or additionalProperties');

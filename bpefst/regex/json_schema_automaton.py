@@ -53,7 +53,7 @@ from ..automata import DFA, NFA, determinize, minimize
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from .alphabets import Alphabet, ByteAlphabet
 from .compiler import to_nfa
-from .json_schema_expr import Alt, Built, Leaf, Lit, Members, Node, Rep, Seq
+from .json_schema_expr import Alt, Built, Leaf, Lit, Members, Node, Rep, Seq, seq
 from .syntax import parse
 
 LEAF_CACHE = 256  # compiled leaves kept between translations (least recently used dropped first)
@@ -396,6 +396,8 @@ class _Direct:
 
     def members(self, node: Members, k: int) -> int | None:
         """The chain (module docstring): ``some`` after a member (a comma next), ``none`` before any."""
+        if node.free:
+            return self.free_members(node, k)
         if node.more is not None:
             some = self.loop((node.comma, node.more), k)
             none = self.union([self.build(node.more, some), k if node.allow_empty else None])
@@ -407,6 +409,21 @@ class _Direct:
             none = self.union([written, None if required else none])
             some = self.union([with_comma, None if required else some])
         return none
+
+    def free_members(self, node: Members, k: int) -> int | None:
+        """Any order (:class:`~.json_schema_expr.Members`): right to left, a loop per gap of the members that may
+        come anywhere (``some``: a comma first), the required ones between; the first member written needs no comma."""
+        anywhere, comma = node.anywhere, node.comma
+
+        def gap(target: int | None) -> int | None:
+            return target if anywhere is None else self.loop((comma, anywhere), target)
+
+        some, first = gap(k), (k if node.allow_empty else None)
+        for member, required in reversed(node.members):
+            if required:
+                first = self.build(member, some)
+                some = gap(self.build(comma, first))
+        return first if anywhere is None else self.union([self.build(anywhere, some), first])
 
     def nullable(self, node: Node) -> bool:
         """Whether ``node``'s language has the empty string."""
@@ -845,6 +862,8 @@ class _Builder:
 
     def members(self, node: Members, arcs: list, eps: list) -> tuple[int, list[int]]:
         """The chain of the module docstring: ``none`` (nothing written yet), ``some`` (a comma comes first)."""
+        if node.free:
+            return self.free_members(node, arcs, eps)
         none, some = _state(arcs, eps), _state(arcs, eps)
         start = none
         for member, required in node.members:
@@ -872,6 +891,32 @@ class _Builder:
         if node.allow_empty:
             finals.append(none)
         return start, finals
+
+    def free_members(self, node: Members, arcs: list, eps: list) -> tuple[int, list[int]]:
+        """Any order: ``start`` (nothing written yet), then per gap a state ``some`` looping through the members
+        that may come anywhere (a comma first), the required members from gap to gap."""
+        start, anywhere, some = _state(arcs, eps), node.anywhere, None
+        later = seq(node.comma, anywhere) if anywhere is not None else None
+        if anywhere is not None:
+            some = _state(arcs, eps)
+            self.link(anywhere, start, some, arcs, eps)
+            self.link(later, some, some, arcs, eps)
+        first = True
+        for member, required in node.members:
+            if not required:
+                continue
+            entry, after = _state(arcs, eps), _state(arcs, eps)
+            if first:
+                eps[start].append(entry)
+            if some is not None:
+                self.link(node.comma, some, entry, arcs, eps)
+            self.link(member, entry, after, arcs, eps)
+            if later is not None:
+                self.link(later, after, after, arcs, eps)
+            some, first = after, False
+        if not first:
+            return start, [some]
+        return start, ([start] if node.allow_empty else []) + ([some] if some is not None else [])
 
     def link(self, node: Node, source: int, target: int, arcs: list, eps: list) -> None:
         """An arc from ``source`` to ``target`` through a copy of ``node``."""
@@ -923,6 +968,8 @@ def _children(node: Node):
     if isinstance(node, Rep):  # a part built several times counts as several uses
         return (node.part,) * min(2, node.low + (1 if node.high is None else node.high - node.low))
     if isinstance(node, Members):
+        if node.free:  # the members that may come anywhere are built once per gap
+            return [m for m, _ in node.members] + [node.comma] * 2 + ([node.anywhere] * 2 if node.anywhere else [])
         kids = [m for m, _ in node.members] + [node.comma]
         return kids + ([node.more] if node.more is not None else [])
     return ()

@@ -92,23 +92,35 @@ class Rep(Node):
 
 
 class Members(Node):
-    """The members of an object between its braces: listed ones in order, then extra ones.
+    """The members of an object between its braces.
 
     ``members``: ``(node, required)`` per listed property (the node spells
     name, colon and value); ``more``: one extra member, or None; ``comma``:
-    the separator.  Commas go between present members only.  Built as a
-    chain (linear in the members, :mod:`.json_schema_automaton`); rendered as
-    an alternation over the first present member.
+    the separator.  Commas go between present members only.
+
+    In schema order (``free`` False): the listed members in order, then the
+    extra ones; built as a chain (linear in the members,
+    :mod:`.json_schema_automaton`); rendered as an alternation over the first
+    present member.  In any order (``free``): the required members in order,
+    and before, between and after them any number of the optional listed and
+    the extra members (a loop per gap: an optional member may then come
+    twice, which ``json.loads`` reads as its last value; ruling that out
+    would take a state per subset of the members written).
     """
 
-    __slots__ = ("members", "more", "comma", "allow_empty")
+    __slots__ = ("members", "more", "comma", "allow_empty", "free", "anywhere")
 
-    def __init__(self, members, more: Node | None, comma: Node, allow_empty: bool) -> None:
+    def __init__(self, members, more: Node | None, comma: Node, allow_empty: bool, free: bool = False) -> None:
         self.members = tuple(members)
-        self.more, self.comma, self.allow_empty = more, comma, allow_empty
+        self.more, self.comma, self.allow_empty, self.free = more, comma, allow_empty, free
         self.size = 2 * sum(m.size for m, _ in self.members) + 4 * len(self.members) + 2 * comma.size + 2
         if more is not None:
             self.size += more.size
+        # free: one member that may come anywhere (an optional listed one, or an extra one), None if there is none
+        anywhere = [m for m, needed in self.members if not needed] + ([more] if more is not None else [])
+        self.anywhere = (anywhere[0] if len(anywhere) == 1 else Alt(tuple(anywhere))) if free and anywhere else None
+        if self.anywhere is not None:  # each gap between required members holds its own copy of it
+            self.size += sum(1 for _, needed in self.members if needed) * self.anywhere.size
 
 
 NOTHING = Alt(())
@@ -185,6 +197,8 @@ def _quantifier(low: int, high: int | None) -> str:
 
 def _render_members(n: Members, text) -> str:
     """``after[i]``: members ``i..`` once one is written (each with its comma); one choice per first member."""
+    if n.free:
+        return _render_free_members(n, text)
     comma = text(n.comma)
     tail = f"(?:{comma}{text(n.more)})*" if n.more is not None else ""
     after = [""] * (len(n.members) + 1)
@@ -205,3 +219,18 @@ def _render_members(n: Members, text) -> str:
     if not choices:
         return NOTHING_TEXT
     return choices[0] if len(choices) == 1 else "(?:" + "|".join(choices) + ")"
+
+
+def _render_free_members(n: Members, text) -> str:
+    """Any order (:class:`Members`): ``(?:O,)*R1(?:,O)*`` then ``,R(?:,O)*`` per further required member
+    (``O``: a member that may come anywhere); without required members ``O(?:,O)*``, optional when the object
+    may be empty."""
+    comma = text(n.comma)
+    required = [text(m) for m, needed in n.members if needed]
+    if n.anywhere is None:
+        return comma.join(required) if required else ("" if n.allow_empty else NOTHING_TEXT)
+    some = text(n.anywhere)
+    gap = f"(?:{comma}{some})*"
+    if not required:
+        return f"(?:{some}{gap})?" if n.allow_empty else some + gap
+    return f"(?:{some}{comma})*" + comma.join(r + gap for r in required)
