@@ -107,7 +107,7 @@ def test_extra_members_come_after_the_listed_ones_and_never_repeat_them():
     assert not dfa.accepts(b'{"a":1,"\\u0061":2}')  # a listed name is spelled one way only
 
 
-def test_in_any_order_members_come_around_the_one_required_member():
+def test_in_any_order_members_come_around_the_one_required_member(byte_tok):
     dfa = schema_to_dfa(NESTED, member_order="any")  # NESTED and its "b" have one required member each
     assert dfa.accepts(b'{"z":2,"a":1}') and dfa.accepts(b'{"s":"x","z":[],"a":1,"b":{"y":0,"c":true}}')
     assert dfa.accepts(b'{"s":"x","a":1,"s":"yz"}')  # an optional member may come twice (json.loads keeps the last)
@@ -120,6 +120,8 @@ def test_in_any_order_members_come_around_the_one_required_member():
     assert schema_to_dfa(NESTED, whitespace=1, member_order="any").accepts(b'{ "z" :2 , "a":1 }')
     with pytest.raises(bpefst.BpefstError, match="member_order must be one of 'schema', 'any', not 'sorted'"):
         schema_to_dfa(NESTED, member_order="sorted")
+    with pytest.raises(bpefst.BpefstError, match="member_order applies to json_schema"):
+        bpefst.promote(bpefst.load(byte_tok), "a+", member_order="any")
 
 
 def test_closed_objects_on_request():

@@ -23,6 +23,7 @@ def constraint_pattern(regex: str | None = None, json_schema=None, whitespace: i
         raise BpefstError("give exactly one of regex and json_schema")
     if json_schema is not None:
         return schema_to_regex(json_schema, whitespace, max_depth=max_depth, strict=strict, member_order=member_order)
-    if whitespace:
-        raise BpefstError("whitespace applies to json_schema")
+    for name, value, default in (("whitespace", whitespace, 0), ("member_order", member_order, "schema")):
+        if value != default:
+            raise BpefstError(f"{name} applies to json_schema")
     return regex
