@@ -171,6 +171,42 @@ def test_integer_ranges_with_long_bounds_against_jsonschema(value, digits):
     assert dfa.accepts(str(value).encode()) == Validator(schema).is_valid(value)
 
 
+MEMBER_VALUES = {"i": {"type": "integer", "minimum": 0, "maximum": 1}, "b": {"type": "boolean"}, "n": {"type": "null"},
+                 "s": {"type": "string", "maxLength": 1}}
+
+
+@st.composite
+def objects_with_orders(draw):
+    """An object schema of a few members, some required, open or closed; and a document, in some member order."""
+    names = draw(st.lists(st.sampled_from("pqrs"), min_size=1, max_size=4, unique=True))
+    properties = {n: MEMBER_VALUES[draw(st.sampled_from("ibns"))] for n in names}
+    schema = {"type": "object", "properties": properties,
+              "required": draw(st.lists(st.sampled_from(names), max_size=2, unique=True))}
+    extra = draw(st.sampled_from(["absent", False, {"type": "integer", "maximum": 0}]))
+    if extra != "absent":
+        schema["additionalProperties"] = extra
+    keys = draw(st.lists(st.sampled_from("pqrsx"), max_size=5, unique=True))
+    document = {k: draw(st.sampled_from([0, 1, 2, True, None, "", "ab"])) for k in keys}
+    return schema, document
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=objects_with_orders())
+def test_any_member_order_against_jsonschema(case):
+    """member_order="any": built directly, through one NFA (whitespace) and as pattern text, the same language;
+    a document is accepted exactly when it is valid and its required members, if two, come in schema order."""
+    schema, document = case
+    dfa = schema_to_dfa(schema, max_depth=0, member_order="any")
+    assert counterexample(dfa, compile_regex(schema_to_regex(schema, max_depth=0, member_order="any"),
+                                             ByteAlphabet())) is None
+    required = [n for n in schema["properties"] if n in schema["required"]]
+    in_order = len(required) <= 1 or [k for k in document if k in required] == required
+    expected = Validator(schema).is_valid(document) and in_order
+    assert dfa.accepts(compact(document).encode()) == expected, (schema, document)
+    spaced = json.dumps(document, separators=(" ,", ": "))
+    assert schema_to_dfa(schema, whitespace=1, max_depth=0, member_order="any").accepts(spaced.encode()) == expected
+
+
 # -- names other than the listed ones: the product of a trie and the name automaton ----------------------------------------
 names = st.lists(st.text(alphabet="ab\"\\\n\u00e9\u4e2d", min_size=0, max_size=4), max_size=6, unique=True)
 
