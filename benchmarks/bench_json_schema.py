@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib.util
 import json
 import os
 import random
@@ -385,6 +386,9 @@ def main() -> None:
     parser.add_argument("--via-text", action="store_true", help="translate through the pattern text and compile_regex")
     parser.add_argument("--show-rejected", action="store_true", help="print each valid instance refused, with its schema")
     args = parser.parse_args()
+    missing = [name for name in ("llguidance", "outlines_core") if importlib.util.find_spec(name) is None]
+    if missing and not args.no_peers:
+        parser.error(f"the peers need {' and '.join(missing)}: pip install -e '.[bench]', or pass --no-peers")
     files = sample_files(args.sample_dir, args.sample, args.seed)
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
