@@ -10,8 +10,8 @@ documents, the one a generator should produce:
 
 * objects list their properties in the schema's order, each at most once,
   then the extra members (``member_order="schema"``, the default: what a
-  generator should write, each listed member at most once, so that
-  generation ends).  ``member_order="any"``, for
+  generator should write, each listed member at most once in one fixed
+  place).  ``member_order="any"``, for
   checking documents others wrote: an object with at most one required
   member takes its members in any order, the required one once, the
   optional listed ones and the extra ones any number of times before and
