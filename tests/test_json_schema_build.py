@@ -190,15 +190,16 @@ def objects_with_orders(draw):
     return schema, document
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(case=objects_with_orders())
 def test_any_member_order_against_jsonschema(case):
-    """member_order="any": built directly, through one NFA (whitespace) and as pattern text, the same language;
-    a document is accepted exactly when it is valid and its required members, if two, come in schema order."""
+    """member_order="any": built directly, through one NFA (whitespace) and as pattern text (closed objects), one
+    language; a document is accepted exactly when it is valid and its required members, if two, come in schema order."""
     schema, document = case
     dfa = schema_to_dfa(schema, max_depth=0, member_order="any")
-    assert counterexample(dfa, compile_regex(schema_to_regex(schema, max_depth=0, member_order="any"),
-                                             ByteAlphabet())) is None
+    if schema.get("additionalProperties") is False:  # (other names as pattern text take 0.2 s to compile: tested above)
+        assert counterexample(dfa, compile_regex(schema_to_regex(schema, max_depth=0, member_order="any"),
+                                                 ByteAlphabet())) is None
     required = [n for n in schema["properties"] if n in schema["required"]]
     in_order = len(required) <= 1 or [k for k in document if k in required] == required
     expected = Validator(schema).is_valid(document) and in_order
@@ -285,25 +286,24 @@ def byte_tok(tmp_path):
 def test_promote_takes_open_objects_and_the_cli_closed_objects(tmp_path, byte_tok):
     from cli_runner import assert_user_error, run
 
-    schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "null"}}, "required": ["a"]}
     tokenizer = bpefst.load(byte_tok)
     opened, closed = (bpefst.promote(tokenizer, json_schema=schema, open_objects=flag) for flag in (True, False))
     extra = tokenizer.encode('{"a":true,"z":1}')
     assert opened.accepts(extra) and not closed.accepts(extra)
     assert opened.accepts(tokenizer.encode('{"a":true}')) and closed.accepts(tokenizer.encode('{"a":true}'))
-    reordered = tokenizer.encode('{"z":1,"a":true}')  # member_order="any": one required member, the others around it
-    assert not opened.accepts(reordered)
+    reordered = tokenizer.encode('{"b":null,"a":true}')  # member_order="any": one required member, the others around it
+    assert not opened.accepts(reordered) and not closed.accepts(reordered)
     assert bpefst.promote(tokenizer, json_schema=schema, open_objects=True, member_order="any").accepts(reordered)
 
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema))
-    for flags, open_, any_order in (((), True, False), (("--closed-objects",), False, False),
-                                    (("--member-order", "any"), True, True)):
-        out = tmp_path / f"out{len(flags)}{open_}.msgpack"
+    for flags, open_ in (((), True), (("--closed-objects", "--member-order", "any"), False)):
+        out = tmp_path / f"out{open_}.msgpack"
         result = run("promote", str(byte_tok), "--json-schema", str(path), *flags, "-o", str(out))
         assert result.returncode == 0, result.stderr.decode()
         assert bpefst.load_automaton(out).accepts(extra) == open_
-        assert bpefst.load_automaton(out).accepts(reordered) == (open_ and any_order)
+        assert bpefst.load_automaton(out).accepts(reordered) == (not open_)  # (the second run: any order)
     assert_user_error(run("promote", str(byte_tok), "--regex", "a", "--closed-objects"),
                       "--closed-objects applies to --json-schema")
     big = tmp_path / "big.json"
