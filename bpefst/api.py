@@ -106,10 +106,10 @@ def compile(tokenizer: Tokenizer, kind: str = "dfa", *, encoding: str = "auto", 
 
 
 def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict | None = None, whitespace: int = 0,
-            max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None, member_order: str = "schema",
-            mode: str = "canonical",
-            pretokenize: bool = True, max_states: int = DEFAULT_MAX_STATES,
-            max_arcs: int = DEFAULT_MAX_ARCS, max_lattice_arcs: int = DEFAULT_MAX_LATTICE_ARCS,
+            max_depth: int = 2, strict: bool = True, open_objects: bool | str | None = None,
+            member_order: str = "schema", mode: str = "canonical", pretokenize: bool = True,
+            max_states: int = DEFAULT_MAX_STATES, max_arcs: int = DEFAULT_MAX_ARCS,
+            max_lattice_arcs: int = DEFAULT_MAX_LATTICE_ARCS,
             cache_dir: str | os.PathLike | None = None, parts: PartsCache | None = None) -> TokenLanguage:
     """The token sequences ``tokenizer`` may produce for full matches of ``regex`` (or documents valid under
     ``json_schema``, compact unless ``whitespace=k`` allows up to k whitespace characters around punctuation;

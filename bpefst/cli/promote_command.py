@@ -37,7 +37,8 @@ from .limits import LimitExceeded, bounded
 @click.option("--pattern-file", type=click.Path(), help="The pattern as a bpefst automaton artifact over bytes (byte-level) or code points (character-level).")
 @click.option("--words", "words_file", type=click.Path(allow_dash=True), help="A literal list of strings, one per line.")
 @click.option("--json-schema", "schema_file", type=click.Path(allow_dash=True),
-              help="A JSON Schema file: the pattern is the JSON text of its documents (compact; members in the order of --member-order).")
+              help="A JSON Schema file: the pattern is the JSON text of its documents (compact; members as "
+                   "--member-order says).")
 @click.option("--whitespace", type=click.IntRange(min=0), default=None, metavar="K",
               help="--json-schema: allow up to K whitespace characters around each structural character (default 0: compact).")
 @click.option("--max-depth", type=click.IntRange(min=0, max=16), default=None, metavar="D",

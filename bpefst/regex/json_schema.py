@@ -837,7 +837,8 @@ class _Translator:
         if maximum is not None and (more is not None or maximum < len(members)):
             self.unsupported(_pointer(pointer, "maxProperties"), "maxProperties below the number of possible members "
                                                                   "is not supported")
-        return seq(self.punct("{"), Members(members, more, comma, allow_empty=minimum < 1, free=self.any_order and needed <= FREE_MAX_REQUIRED), self.punct("}"))
+        free = self.any_order and needed <= FREE_MAX_REQUIRED
+        return seq(self.punct("{"), Members(members, more, comma, allow_empty=minimum < 1, free=free), self.punct("}"))
 
     def member_schema(self, name: str, schema: dict, pointer: str, properties, patterns, extra, names):
         """The schema of a listed member's value (its property's, the matching patterns', or additionalProperties');
