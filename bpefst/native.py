@@ -4,7 +4,7 @@ bpefst's hot loops (pre-tokenizing the preset patterns, the chunk cache, BPE
 of a chunk on a miss, the validator's token walk and pair test, merge recovery
 from rank files, promotion's walk of the spelling trie against a pattern, the
 product of a pattern with the pre-tokenizer's chunker and the liveness solve,
-and a guide's per-token calls) run in one
+a guide's per-token calls, and the regex compiler's NFA -> minimal DFA step) run in one
 compiled extension, ``bpefst._core`` (C, ``src/core``), built by the
 package's own build.  It holds loops, not
 concepts: this module packs the tables it walks from a :class:`BPEModel`
@@ -13,7 +13,8 @@ byte, the preset's number), and the pure-Python code it replaces stays as the
 reference and the fallback (``bpefst/pipeline/encoder.py`` with
 ``tokenizer/splitter.py`` and ``tokenizer/packed_bpe.py``; for promotion
 ``promotion/agnostic.py``, ``promotion/pretokenized.py``, ``promotion/on_demand.py``
-and ``promotion/guided.py``).
+and ``promotion/guided.py``; for the regex compiler ``automata/determinization.py`` and
+``automata/minimization.py``).
 
 The pure path runs where the extension was not built (no compiler at install
 time), or when ``BPEFST_PURE_PYTHON=1`` is set before bpefst is imported.

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpefst.automata import DFA, StateLimitExceeded, enumerate_strings, minimize, sampler, shortest_accepted
+from bpefst import native
 from bpefst.errors import BpefstError
 from bpefst.regex import ByteAlphabet, CharAlphabet, RegexSyntaxError, compile_regex
 from bpefst.regex.charsets import scalar_ranges
@@ -427,3 +428,84 @@ def test_ignorecase_property_in_alternation_takes_the_atoms_answer(alternation, 
 def test_ascii_flag_limits(pattern):
     with pytest.raises(RegexSyntaxError):
         compile_regex(pattern, BYTES)
+
+
+# ------------------------------------------------- the two engines of the NFA -> minimal DFA step
+# compile_regex's last step runs on the compiled core (src/core/minimal_dfa.h) where it is built; the
+# pure determinize + minimize + finish is its specification.  Minimal DFAs numbered canonically are equal
+# as values exactly when their languages are, so the two must give equal automata.
+needs_core = pytest.mark.skipif(native.core is None, reason="the compiled core is not built (pure Python install)")
+_SHUFFLED_IDS = list(range(1000, 1256))
+random.Random(3).shuffle(_SHUFFLED_IDS)
+ENGINE_ALPHABETS = {
+    "bytes": BYTES,
+    "renamed bytes": ByteAlphabet(dict(zip(range(256), _SHUFFLED_IDS))),  # GPT-2's byte tokens, say
+    "some bytes": ByteAlphabet({b: 2 * b for b in range(256) if b not in b"b1\xc3\xa9"}),  # a model lacking bytes
+    "characters": SMALL,
+}
+
+
+def both_engines(pattern: str, alphabet, max_states: int | None = None):
+    """compile_regex's verdict on each engine: the DFA, or the type and text of what it raised."""
+    verdicts = []
+    for engine in ("pure", "compiled"):
+        try:
+            verdicts.append(compile_regex(pattern, alphabet, max_states, engine=engine))
+        except BpefstError as error:
+            verdicts.append((type(error), str(error)))
+    return verdicts
+
+
+@needs_core
+@pytest.mark.parametrize("alphabet", ENGINE_ALPHABETS.values(), ids=ENGINE_ALPHABETS.keys())
+def test_engines_give_the_same_minimal_dfa(alphabet):
+    for pattern in PATTERNS + [r"\{\"id\":\"[0-9a-f]{8}-[0-9a-f]{4}\",\"n\":(0|[1-9][0-9]{0,2})\}", "b+", "[^\\x00-\\xff]"]:
+        pure, compiled_ = both_engines(pattern, alphabet)
+        assert pure == compiled_, pattern
+
+
+@needs_core
+@settings(max_examples=150, deadline=None)
+@given(pattern=_pattern_strategy(), name=st.sampled_from(sorted(ENGINE_ALPHABETS)))
+def test_engines_agree_on_random_patterns(pattern, name):
+    pure, compiled_ = both_engines(pattern, ENGINE_ALPHABETS[name])
+    assert pure == compiled_
+
+
+@needs_core
+def test_engines_share_the_state_limit():
+    """The limit counts the subsets of the determinization on both: the smallest limit that passes is the same."""
+    pattern = "(a|b)*a(a|b){6}"
+
+    def passes(limit: int, engine: str) -> bool:
+        try:
+            compile_regex(pattern, BYTES, limit, engine=engine)
+        except StateLimitExceeded:
+            return False
+        return True
+
+    smallest = next(limit for limit in range(1, 1000) if passes(limit, "pure"))
+    assert smallest > 64  # (the determinization has 2**7 subsets)
+    assert passes(smallest, "compiled") and not passes(smallest - 1, "compiled")
+    pure, compiled_ = both_engines(pattern, BYTES, smallest - 1)
+    assert pure == compiled_
+
+
+@needs_core
+@pytest.mark.parametrize("arguments, error", [
+    (([[(97, 1)], []], [[]], 0, [1], None, -1), ValueError),  # eps shorter than arcs
+    (([[(97, 2)], []], [[], []], 0, [1], None, -1), ValueError),  # a target outside the states
+    (([[(-1, 1)], []], [[], []], 0, [1], None, -1), ValueError),  # a negative symbol
+    (([[(97, 1)], []], [[], [5]], 0, [1], None, -1), ValueError),  # an epsilon target outside
+    (([[(97, 1)], []], [[], []], 2, [1], None, -1), ValueError),  # the start outside
+    (([[(97, 1)], []], [[], []], 0, [7], None, -1), ValueError),  # a final outside
+    (([[[97, 1]], []], [[], []], 0, [1], None, -1), TypeError),  # an arc that is no tuple
+    (([(97, 1), []], [[], []], 0, [1], None, -1), TypeError),  # a row that is no list
+    (([[(97, 1)], []], [[], []], 0, [1], b"abc", -1), ValueError),  # a table that is no int32s
+    (([[(2**40, 1)], []], [[], []], 0, [1], None, -1), ValueError),  # a symbol past int32
+    (([[(2**70, 1)], []], [[], []], 0, [1], None, -1), OverflowError),
+    (([], [], 0, [], None, -1), ValueError),
+])
+def test_minimal_dfa_refuses_bad_arguments(arguments, error):
+    with pytest.raises(error):
+        native.core.minimal_dfa(*arguments)

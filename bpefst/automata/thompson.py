@@ -3,8 +3,9 @@
 Thompson (1968), "Regular expression search algorithm", builds an NFA for a
 regular expression bottom-up, gluing the NFAs of the subexpressions together
 with epsilon arcs; the result has O(|expression|) states and arcs.  These
-functions are that construction, one per operator, for a regex compiler (or
-anyone) to call:
+functions are that construction, one per operator, over NFA values (the
+regex compiler, :mod:`bpefst.regex.compiler`, writes the same pieces in place
+into one table instead, so that nesting copies nothing):
 
 ==================  ===============================================
 ``empty()``         no string

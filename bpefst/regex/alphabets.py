@@ -28,6 +28,7 @@ words before BPE anyway).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from array import array
 from typing import TYPE_CHECKING, Mapping
 
 from ..automata import DFA, NFA, canonical, map_symbols, minimize, thompson
@@ -54,6 +55,11 @@ class Alphabet(ABC):
     def finish(self, raw: DFA) -> DFA:
         """The minimal DFA over symbol ids for a minimal DFA over raw symbols."""
 
+    def relabelling_table(self) -> bytes | None:
+        """When :meth:`finish` only relabels raw symbols (and drops those without an id): the id of each
+        raw symbol as packed int32, -1 for none (the compiled core relabels with it); else None."""
+        return None
+
     @abstractmethod
     def encode(self, text: str) -> list[int] | None:
         """The symbol ids spelling ``text`` (with the alphabet's conventions), or None if unspellable."""
@@ -72,6 +78,7 @@ class ByteAlphabet(Alphabet):
     """
 
     def __init__(self, byte_ids: Mapping[int, int] | None = None) -> None:
+        self._table: bytes | None = None  # relabelling_table(), made once
         if byte_ids is None:
             self.byte_ids: dict[int, int] | None = None
         else:
@@ -121,6 +128,12 @@ class ByteAlphabet(Alphabet):
             else:
                 return canonical(DFA(rows, raw.start, raw.finals, check=False))
         return minimize(map_symbols(raw, byte_ids.get))  # bytes without an id drop their arcs: trimmed again
+
+    def relabelling_table(self) -> bytes:
+        if self._table is None:
+            ids = self.byte_ids if self.byte_ids is not None else {b: b for b in range(256)}
+            self._table = array("i", (ids.get(b, -1) for b in range(256))).tobytes()
+        return self._table
 
     def encode(self, text: str) -> list[int] | None:
         try:
@@ -206,5 +219,5 @@ class CharAlphabet(Alphabet):
 
 
 def alphabet_for(model: "BPEModel") -> Alphabet:
-    """The base alphabet of a model: bytes for byte-level, characters for character-level."""
-    return ByteAlphabet.from_model(model) if model.level == "byte" else CharAlphabet.from_model(model)
+    """The base alphabet of a model: bytes for byte-level, characters for character-level (made once per model)."""
+    return model.base_alphabet

@@ -52,7 +52,7 @@ from typing import NamedTuple
 from ..automata import DFA, NFA, determinize, minimize
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from .alphabets import Alphabet, ByteAlphabet
-from .compiler import to_nfa
+from .compiler import minimal_dfa, to_nfa
 from .json_schema_expr import Alt, Built, Leaf, Lit, Members, Node, Rep, Seq, seq
 from .syntax import parse
 
@@ -78,7 +78,7 @@ def leaf_dfa(text: str, alphabet: Alphabet) -> DFA:
     if found is not None:
         _leaves.move_to_end(key)
         return found
-    dfa = minimize(determinize(to_nfa(parse(text), alphabet)))
+    dfa = minimal_dfa(to_nfa(parse(text), alphabet))
     if dfa.num_arcs > MAX_ARCS:  # it could not be copied into any translation: refused before it is kept
         raise ArcLimitExceeded("the automaton of one string, number or pattern", MAX_ARCS, dfa.num_arcs)
     _leaves[key] = dfa
@@ -787,7 +787,7 @@ class _Builder:
         eps: list[list[int]] = []
         start, finals = self.emit(node, arcs, eps, top=True)
         nfa = NFA(arcs, eps, start, frozenset(finals), check=False)
-        return minimize(determinize(nfa, self.max_states))
+        return minimal_dfa(nfa, self.max_states)
 
     def emit(self, node: Node, arcs: list, eps: list, top: bool = False) -> tuple[int, list[int]]:
         """Add ``node``'s NFA to the tables; its start state and final states."""

@@ -161,6 +161,13 @@ class BPEModel:
         return frozenset(i for i in self.vocab if i not in produced)
 
     @cached_property
+    def base_alphabet(self):
+        """The alphabet a regex over this model is compiled in (:func:`bpefst.regex.alphabet_for`), made once."""
+        from ..regex.alphabets import ByteAlphabet, CharAlphabet
+
+        return ByteAlphabet.from_model(self) if self.level == "byte" else CharAlphabet.from_model(self)
+
+    @cached_property
     def spellings(self) -> dict[int, tuple[int, ...]]:
         """The base-symbol ids each ordinary token spells (bytes as their single-byte tokens)."""
         if self.level == "byte":

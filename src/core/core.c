@@ -41,6 +41,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include "liveness.h"
 #include <structmember.h>
 #include "guide.h"
+#include "minimal_dfa.h"
 
 typedef struct {
     uint32_t *ids;
@@ -815,6 +816,9 @@ static PyMethodDef module_methods[] = {
      "chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals, boundary, "
      "max_states, max_arcs=-1, walker=None, count_above=0.0) -> (rows, start, finals) of the trimmed chunked pattern, "
      "None past max_states, False past max_arcs (promotion)."},
+    {"minimal_dfa", minimal_dfa_method, METH_VARARGS,
+     "minimal_dfa(arcs, eps, start, finals, symbol_map, max_states) -> (rows, finals) of the minimal DFA, start 0, "
+     "numbered canonically; None past max_states (< 0: no limit) (regex compiler)."},
     {"solve_liveness", solve_liveness, METH_VARARGS,
      "solve_liveness(checker, n, finals, cut, groups) -> (good, filed) of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},

@@ -1,0 +1,499 @@
+/* NFA -> minimal DFA: the compiled twin of minimize(determinize(nfa)) in bpefst/automata (determinization.py,
+ * minimization.py), which explain the algorithms; the regex compiler calls it (bpefst/regex/compiler.py).
+ *
+ * Three steps over flat arrays:
+ *   - the subset construction (Rabin & Scott 1959): each DFA state is an epsilon-closed set of NFA states,
+ *     kept sorted in one pool and found again by hash, numbered breadth-first with symbols ascending;
+ *   - trimming: states from which no final state is reached go, with the arcs into them;
+ *   - Hopcroft's refinement for partial transition functions as Valmari & Lehtinen (2008) and Valmari
+ *     (2012, "Fast brief practical DFA minimization") lay it out: two refinable partitions, the states
+ *     into blocks and the arcs into "cords" (first by symbol); each cord splits the blocks by the arcs'
+ *     sources, each new block (the smaller side of a split) splits the cords by the arcs into it;
+ *   - the quotient numbered canonically (breadth-first from the start, symbols ascending), so the result is
+ *     equal, as a value, to what the pure functions give: the minimal DFA of a language is unique up to
+ *     numbering, and the numbering is fixed.
+ *
+ * An optional table maps each NFA symbol to its final id (-1: no arc), what ByteAlphabet.finish does after
+ * minimization; relabelling first and minimizing after gives the same automaton.
+ */
+#ifndef BPEFST_MINIMAL_DFA_H
+#define BPEFST_MINIMAL_DFA_H
+
+typedef struct {
+    int32_t *data;
+    size_t length, capacity;
+} IntVector;
+
+static int ivec_push(IntVector *v, int32_t x) {
+    if (v->length == v->capacity) {
+        size_t capacity = v->capacity ? 2 * v->capacity : 64;
+        int32_t *data = realloc(v->data, capacity * sizeof(int32_t));
+        if (!data) return -1;
+        v->data = data, v->capacity = capacity;
+    }
+    v->data[v->length++] = x;
+    return 0;
+}
+
+/* A refinable partition of 0 .. n-1 (Valmari 2012): the elements of set s are elements[first[s] .. past[s] - 1];
+ * marking moves an element to the front part of its set, and split() makes the smaller of the marked and the
+ * unmarked parts of each touched set a new set. */
+typedef struct {
+    int32_t sets, *elements, *location, *set_of, *first, *past, *marked, *touched, touched_count;
+} Partition;
+
+static void partition_free(Partition *p) {
+    free(p->elements), free(p->location), free(p->set_of), free(p->first), free(p->past), free(p->marked), free(p->touched);
+}
+
+static int partition_init(Partition *p, int32_t n) {
+    size_t size = (size_t)n + 1;
+    p->elements = malloc(size * 4), p->location = malloc(size * 4), p->set_of = malloc(size * 4);
+    p->first = malloc(size * 4), p->past = malloc(size * 4), p->marked = calloc(size, 4), p->touched = malloc(size * 4);
+    if (!p->elements || !p->location || !p->set_of || !p->first || !p->past || !p->marked || !p->touched) return -1;
+    for (int32_t e = 0; e < n; e++) p->elements[e] = p->location[e] = e, p->set_of[e] = 0;
+    p->sets = n > 0, p->first[0] = 0, p->past[0] = n, p->touched_count = 0;
+    return 0;
+}
+
+static void partition_mark(Partition *p, int32_t e) {
+    int32_t s = p->set_of[e], i = p->location[e], j = p->first[s] + p->marked[s];
+    p->elements[i] = p->elements[j], p->location[p->elements[i]] = i;
+    p->elements[j] = e, p->location[e] = j;
+    if (!p->marked[s]++) p->touched[p->touched_count++] = s;
+}
+
+static void partition_split(Partition *p) {
+    while (p->touched_count) {
+        int32_t s = p->touched[--p->touched_count], j = p->first[s] + p->marked[s];
+        if (j == p->past[s]) { /* every element marked: no split */
+            p->marked[s] = 0;
+            continue;
+        }
+        int32_t z = p->sets++;
+        if (p->marked[s] <= p->past[s] - j) { /* the marked part is the smaller: it leaves */
+            p->first[z] = p->first[s], p->past[z] = p->first[s] = j;
+        } else {
+            p->past[z] = p->past[s], p->first[z] = p->past[s] = j;
+        }
+        for (int32_t i = p->first[z]; i < p->past[z]; i++) p->set_of[p->elements[i]] = z;
+        p->marked[s] = p->marked[z] = 0;
+    }
+}
+
+typedef struct {
+    /* the NFA, flat */
+    int32_t n, *arc_start, *arc_symbol, *arc_target, *eps_start, *eps_target;
+    uint8_t *is_final;
+    /* the subsets: their members in one pool, found by hash */
+    IntVector pool, subset_start; /* subset k: pool[subset_start[k] .. subset_start[k + 1] - 1] */
+    int32_t *table;
+    size_t table_size;
+    /* the DFA's arcs as found: per state, ascending symbols */
+    IntVector dfa_start, dfa_symbol, dfa_target;
+    /* scratch */
+    int32_t *seen, generation;
+    IntVector closure, stack;
+    uint64_t *moves;
+    size_t moves_capacity;
+} Subsets;
+
+static void subsets_free(Subsets *s) {
+    free(s->arc_start), free(s->arc_symbol), free(s->arc_target), free(s->eps_start), free(s->eps_target);
+    free(s->is_final), free(s->pool.data), free(s->subset_start.data), free(s->table);
+    free(s->dfa_start.data), free(s->dfa_symbol.data), free(s->dfa_target.data);
+    free(s->seen), free(s->closure.data), free(s->stack.data), free(s->moves);
+}
+
+static int nfa_int(PyObject *item, long limit, int32_t *out, const char *what) {
+    long value = PyLong_Check(item) ? PyLong_AsLong(item) : -1;
+    if (value == -1 && PyErr_Occurred()) return -1;
+    if (!PyLong_Check(item) || value < 0 || value >= limit) {
+        PyErr_Format(PyExc_ValueError, "minimal_dfa: %s must be an int in 0 .. %ld", what, limit - 1);
+        return -1;
+    }
+    *out = (int32_t)value;
+    return 0;
+}
+
+/* Read arcs [[(symbol, target), ...], ...] (symbols relabelled by `map`, dropped where it says -1) and
+ * eps [[target, ...], ...] into CSR arrays. */
+static int nfa_read(Subsets *s, PyObject *arcs, PyObject *eps, const int32_t *map, Py_ssize_t map_length) {
+    Py_ssize_t n = PyList_GET_SIZE(arcs);
+    size_t arc_count = 0, eps_count = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *row = PyList_GET_ITEM(arcs, q), *eps_row = PyList_GET_ITEM(eps, q);
+        if (!PyList_Check(row) || !PyList_Check(eps_row)) {
+            PyErr_SetString(PyExc_TypeError, "minimal_dfa: the NFA's rows must be lists");
+            return -1;
+        }
+        arc_count += (size_t)PyList_GET_SIZE(row), eps_count += (size_t)PyList_GET_SIZE(eps_row);
+    }
+    if (arc_count >= INT32_MAX || eps_count >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "minimal_dfa: too many arcs");
+        return -1;
+    }
+    s->n = (int32_t)n;
+    s->arc_start = malloc(((size_t)n + 1) * 4), s->eps_start = malloc(((size_t)n + 1) * 4);
+    s->arc_symbol = malloc(arc_count * 4 + 4), s->arc_target = malloc(arc_count * 4 + 4);
+    s->eps_target = malloc(eps_count * 4 + 4), s->is_final = calloc((size_t)n + 1, 1);
+    s->seen = calloc((size_t)n + 1, 4);
+    if (!s->arc_start || !s->eps_start || !s->arc_symbol || !s->arc_target || !s->eps_target || !s->is_final || !s->seen) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int32_t a = 0, e = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *row = PyList_GET_ITEM(arcs, q), *eps_row = PyList_GET_ITEM(eps, q);
+        s->arc_start[q] = a, s->eps_start[q] = e;
+        if ((size_t)a + (size_t)PyList_GET_SIZE(row) > arc_count || (size_t)e + (size_t)PyList_GET_SIZE(eps_row) > eps_count) {
+            PyErr_SetString(PyExc_RuntimeError, "minimal_dfa: the NFA changed while read");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(row); i++) {
+            PyObject *arc = PyList_GET_ITEM(row, i);
+            int32_t symbol, target;
+            if (!PyTuple_Check(arc) || PyTuple_GET_SIZE(arc) != 2) {
+                PyErr_SetString(PyExc_TypeError, "minimal_dfa: an arc must be a (symbol, target) tuple");
+                return -1;
+            }
+            if (nfa_int(PyTuple_GET_ITEM(arc, 0), INT32_MAX, &symbol, "a symbol") ||
+                nfa_int(PyTuple_GET_ITEM(arc, 1), (long)n, &target, "a target"))
+                return -1;
+            if (map) {
+                if (symbol >= map_length || map[symbol] < 0) continue;
+                symbol = map[symbol];
+            }
+            s->arc_symbol[a] = symbol, s->arc_target[a++] = target;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(eps_row); i++)
+            if (nfa_int(PyList_GET_ITEM(eps_row, i), (long)n, &s->eps_target[e++], "an epsilon target")) return -1;
+    }
+    s->arc_start[n] = a, s->eps_start[n] = e;
+    return 0;
+}
+
+static uint64_t subset_hash(const int32_t *members, size_t count) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ count;
+    for (size_t i = 0; i < count; i++) h = (h ^ (uint32_t)members[i]) * 0x100000001B3ull;
+    return h ^ h >> 29;
+}
+
+static int by_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_uint64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* s->closure := the epsilon closure of the states in s->closure, sorted. */
+static int close_subset(Subsets *s) {
+    if (++s->generation == INT32_MAX) { /* (stamps wrap: clear them) */
+        memset(s->seen, 0, ((size_t)s->n + 1) * 4);
+        s->generation = 1;
+    }
+    s->stack.length = 0;
+    for (size_t i = 0; i < s->closure.length; i++) {
+        s->seen[s->closure.data[i]] = s->generation;
+        if (ivec_push(&s->stack, s->closure.data[i])) return -1;
+    }
+    while (s->stack.length) {
+        int32_t q = s->stack.data[--s->stack.length];
+        for (int32_t k = s->eps_start[q]; k < s->eps_start[q + 1]; k++) {
+            int32_t r = s->eps_target[k];
+            if (s->seen[r] == s->generation) continue;
+            s->seen[r] = s->generation;
+            if (ivec_push(&s->closure, r) || ivec_push(&s->stack, r)) return -1;
+        }
+    }
+    qsort(s->closure.data, s->closure.length, 4, by_int32);
+    return 0;
+}
+
+static int table_rehash(Subsets *s) {
+    size_t size = s->table_size ? 2 * s->table_size : 256;
+    int32_t *table = malloc(size * 4);
+    if (!table) return -1;
+    for (size_t k = 0; k < size; k++) table[k] = -1;
+    int32_t count = (int32_t)s->subset_start.length - 1;
+    for (int32_t id = 0; id < count; id++) {
+        const int32_t *members = s->pool.data + s->subset_start.data[id];
+        size_t k = subset_hash(members, (size_t)(s->subset_start.data[id + 1] - s->subset_start.data[id])) & (size - 1);
+        while (table[k] >= 0) k = (k + 1) & (size - 1);
+        table[k] = id;
+    }
+    free(s->table);
+    s->table = table, s->table_size = size;
+    return 0;
+}
+
+/* The number of the subset in s->closure (numbered next when new), -1 out of memory, -2 past max_states. */
+static int32_t subset_intern(Subsets *s, long long max_states) {
+    const int32_t *members = s->closure.data;
+    size_t count = s->closure.length;
+    uint64_t hash = subset_hash(members, count);
+    size_t k = hash & (s->table_size - 1);
+    for (; s->table[k] >= 0; k = (k + 1) & (s->table_size - 1)) {
+        int32_t id = s->table[k], at = s->subset_start.data[id];
+        if ((size_t)(s->subset_start.data[id + 1] - at) == count && !memcmp(s->pool.data + at, members, count * 4))
+            return id;
+    }
+    int32_t id = (int32_t)s->subset_start.length - 1;
+    if (max_states >= 0 && (long long)id + 1 > max_states) return -2;
+    if (s->pool.length + count >= INT32_MAX) return -1;
+    for (size_t i = 0; i < count; i++)
+        if (ivec_push(&s->pool, members[i])) return -1;
+    if (ivec_push(&s->subset_start, (int32_t)s->pool.length)) return -1;
+    s->table[k] = id;
+    if (2 * (size_t)(id + 1) > s->table_size && table_rehash(s)) return -1;
+    return id;
+}
+
+/* The subset construction: s->dfa_* hold the DFA's arcs, breadth-first numbering. 0, -1 (memory), -2 (limit). */
+static int subsets_build(Subsets *s, int32_t start, long long max_states) {
+    if (ivec_push(&s->subset_start, 0) || table_rehash(s)) return -1;
+    s->closure.length = 0;
+    if (ivec_push(&s->closure, start) || close_subset(s)) return -1;
+    int32_t found = subset_intern(s, max_states);
+    if (found < 0) return found;
+    for (int32_t k = 0; k < (int32_t)s->subset_start.length - 1; k++) { /* grows while read: breadth first */
+        if (ivec_push(&s->dfa_start, (int32_t)s->dfa_symbol.length)) return -1;
+        size_t moves = 0;
+        for (int32_t i = s->subset_start.data[k]; i < s->subset_start.data[k + 1]; i++) {
+            int32_t q = s->pool.data[i];
+            size_t more = (size_t)(s->arc_start[q + 1] - s->arc_start[q]);
+            if (moves + more > s->moves_capacity) {
+                size_t capacity = s->moves_capacity ? s->moves_capacity : 64;
+                while (capacity < moves + more) capacity *= 2;
+                uint64_t *grown = realloc(s->moves, capacity * 8);
+                if (!grown) return -1;
+                s->moves = grown, s->moves_capacity = capacity;
+            }
+            for (int32_t a = s->arc_start[q]; a < s->arc_start[q + 1]; a++)
+                s->moves[moves++] = (uint64_t)(uint32_t)s->arc_symbol[a] << 32 | (uint32_t)s->arc_target[a];
+        }
+        qsort(s->moves, moves, 8, by_uint64);
+        for (size_t i = 0; i < moves;) {
+            uint32_t symbol = (uint32_t)(s->moves[i] >> 32);
+            s->closure.length = 0;
+            for (; i < moves && (uint32_t)(s->moves[i] >> 32) == symbol; i++) {
+                int32_t r = (int32_t)(uint32_t)s->moves[i];
+                if ((!s->closure.length || s->closure.data[s->closure.length - 1] != r) && ivec_push(&s->closure, r))
+                    return -1;
+            }
+            if (close_subset(s)) return -1;
+            int32_t target = subset_intern(s, max_states);
+            if (target < 0) return target;
+            if (ivec_push(&s->dfa_symbol, (int32_t)symbol) || ivec_push(&s->dfa_target, target)) return -1;
+        }
+    }
+    return ivec_push(&s->dfa_start, (int32_t)s->dfa_symbol.length);
+}
+
+/* The minimal DFA of the subsets' DFA as Python values: (rows, finals), start 0; NULL with an exception set. */
+static PyObject *minimal_quotient(Subsets *s) {
+    int32_t states = (int32_t)s->subset_start.length - 1, arcs = (int32_t)s->dfa_symbol.length;
+    const int32_t *start_of = s->dfa_start.data, *symbol = s->dfa_symbol.data, *target = s->dfa_target.data;
+    int32_t *keep = NULL, *kept_id = NULL, *in_start = NULL, *in_arc = NULL, *tail = NULL, *label = NULL, *head = NULL;
+    int32_t *order = NULL, *number = NULL, *rep = NULL;
+    uint8_t *final = NULL, *final_kept = NULL;
+    Partition blocks = {0}, cords = {0};
+    PyObject *rows = NULL, *finals = NULL, *result = NULL;
+    /* trimming: the states a final state is reached from, by the reversed arcs */
+    keep = calloc((size_t)states + 1, 4), in_start = calloc((size_t)states + 2, 4), in_arc = malloc((size_t)arcs * 4 + 4);
+    final = calloc((size_t)states + 1, 1);
+    IntVector queue = {0};
+    if (!keep || !in_start || !in_arc || !final) goto nomemory;
+    for (int32_t k = 0; k < states; k++)
+        for (int32_t i = s->subset_start.data[k]; i < s->subset_start.data[k + 1]; i++)
+            if (s->is_final[s->pool.data[i]]) {
+                final[k] = 1;
+                break;
+            }
+    for (int32_t a = 0; a < arcs; a++) in_start[target[a] + 2]++;
+    for (int32_t k = 0; k < states; k++) in_start[k + 2] += in_start[k + 1];
+    for (int32_t k = 0; k < states; k++)
+        for (int32_t a = start_of[k]; a < start_of[k + 1]; a++) in_arc[in_start[target[a] + 1]++] = k; /* sources */
+    for (int32_t k = 0; k < states; k++)
+        if (final[k]) {
+            keep[k] = 1;
+            if (ivec_push(&queue, k)) goto nomemory;
+        }
+    for (size_t h = 0; h < queue.length; h++) {
+        int32_t r = queue.data[h];
+        for (int32_t i = in_start[r]; i < in_start[r + 1]; i++)
+            if (!keep[in_arc[i]]) {
+                keep[in_arc[i]] = 1;
+                if (ivec_push(&queue, in_arc[i])) goto nomemory;
+            }
+    }
+    if (!keep[0]) { /* the empty language: one state, no arc, not final */
+        result = Py_BuildValue("([{}][])");
+        goto done;
+    }
+    /* the kept states renumbered 0 .. m-1 and their arcs between kept states, in order */
+    kept_id = malloc((size_t)states * 4 + 4);
+    if (!kept_id) goto nomemory;
+    int32_t m = 0, kept_arcs = 0;
+    for (int32_t k = 0; k < states; k++) kept_id[k] = keep[k] ? m++ : -1;
+    tail = malloc((size_t)arcs * 4 + 4), label = malloc((size_t)arcs * 4 + 4), head = malloc((size_t)arcs * 4 + 4);
+    if (!tail || !label || !head) goto nomemory;
+    for (int32_t k = 0; k < states; k++)
+        if (keep[k])
+            for (int32_t a = start_of[k]; a < start_of[k + 1]; a++)
+                if (keep[target[a]]) tail[kept_arcs] = kept_id[k], label[kept_arcs] = symbol[a], head[kept_arcs++] = kept_id[target[a]];
+    /* blocks: finals apart from the rest */
+    if (partition_init(&blocks, m) || partition_init(&cords, kept_arcs)) goto nomemory;
+    final_kept = calloc((size_t)m + 1, 1);
+    if (!final_kept) goto nomemory;
+    for (int32_t k = 0; k < states; k++)
+        if (keep[k] && final[k]) partition_mark(&blocks, kept_id[k]), final_kept[kept_id[k]] = 1;
+    partition_split(&blocks);
+    /* cords: the arcs by symbol */
+    if (kept_arcs) {
+        uint64_t *by_label = malloc((size_t)kept_arcs * 8);
+        if (!by_label) goto nomemory;
+        for (int32_t a = 0; a < kept_arcs; a++) by_label[a] = (uint64_t)(uint32_t)label[a] << 32 | (uint32_t)a;
+        qsort(by_label, (size_t)kept_arcs, 8, by_uint64);
+        cords.sets = 0;
+        for (int32_t i = 0; i < kept_arcs; i++) {
+            int32_t a = (int32_t)(uint32_t)by_label[i];
+            if (i == 0 || label[a] != label[cords.elements[i - 1]]) {
+                if (i) cords.past[cords.sets - 1] = i;
+                cords.first[cords.sets++] = i;
+            }
+            cords.elements[i] = a, cords.location[a] = i, cords.set_of[a] = cords.sets - 1;
+        }
+        cords.past[cords.sets - 1] = kept_arcs;
+        free(by_label);
+    }
+    /* the arcs into each kept state */
+    memset(in_start, 0, ((size_t)m + 2) * 4);
+    for (int32_t a = 0; a < kept_arcs; a++) in_start[head[a] + 2]++;
+    for (int32_t k = 0; k < m; k++) in_start[k + 2] += in_start[k + 1];
+    for (int32_t a = 0; a < kept_arcs; a++) in_arc[in_start[head[a] + 1]++] = a;
+    /* refinement: each cord splits blocks by its sources, each new block splits cords by the arcs into it */
+    for (int32_t b = 1, c = 0; c < cords.sets; c++) {
+        for (int32_t i = cords.first[c]; i < cords.past[c]; i++) partition_mark(&blocks, tail[cords.elements[i]]);
+        partition_split(&blocks);
+        for (; b < blocks.sets; b++) {
+            for (int32_t i = blocks.first[b]; i < blocks.past[b]; i++) {
+                int32_t q = blocks.elements[i];
+                for (int32_t j = in_start[q]; j < in_start[q + 1]; j++) partition_mark(&cords, in_arc[j]);
+            }
+            partition_split(&cords);
+        }
+    }
+    /* the quotient numbered breadth first from the start's block, symbols ascending (each kept state's arcs
+     * are in ascending symbol order already) */
+    int32_t count = blocks.sets;
+    int32_t *arc_begin = calloc((size_t)m + 1, 4);
+    order = malloc((size_t)count * 4 + 4), number = malloc((size_t)count * 4 + 4), rep = malloc((size_t)count * 4 + 4);
+    if (!arc_begin || !order || !number || !rep) {
+        free(arc_begin);
+        goto nomemory;
+    }
+    for (int32_t a = 0; a < kept_arcs; a++) arc_begin[tail[a] + 1]++;
+    for (int32_t k = 0; k < m; k++) arc_begin[k + 1] += arc_begin[k];
+    for (int32_t b = 0; b < count; b++) number[b] = -1, rep[b] = blocks.elements[blocks.first[b]];
+    int32_t numbered = 0;
+    number[blocks.set_of[0]] = numbered, order[numbered++] = blocks.set_of[0];
+    rows = PyList_New(0), finals = PyList_New(0);
+    if (!rows || !finals) {
+        free(arc_begin);
+        goto done;
+    }
+    for (int32_t i = 0; i < numbered; i++) {
+        int32_t q = rep[order[i]];
+        PyObject *row = PyDict_New();
+        if (!row || PyList_Append(rows, row)) {
+            Py_XDECREF(row);
+            free(arc_begin);
+            goto done;
+        }
+        Py_DECREF(row);
+        for (int32_t a = arc_begin[q]; a < arc_begin[q + 1]; a++) {
+            int32_t to = blocks.set_of[head[a]];
+            if (number[to] < 0) number[to] = numbered, order[numbered++] = to;
+            PyObject *key = PyLong_FromLong(label[a]), *value = PyLong_FromLong(number[to]);
+            int failed = !key || !value || PyDict_SetItem(row, key, value);
+            Py_XDECREF(key), Py_XDECREF(value);
+            if (failed) {
+                free(arc_begin);
+                goto done;
+            }
+        }
+    }
+    free(arc_begin);
+    for (int32_t i = 0; i < numbered; i++) {
+        if (!final_kept[rep[order[i]]]) continue; /* (a block's states agree on finality) */
+        PyObject *x = PyLong_FromLong(i);
+        if (!x || PyList_Append(finals, x)) {
+            Py_XDECREF(x);
+            goto done;
+        }
+        Py_DECREF(x);
+    }
+    result = PyTuple_Pack(2, rows, finals);
+    goto done;
+nomemory:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(rows), Py_XDECREF(finals);
+    partition_free(&blocks), partition_free(&cords);
+    free(keep), free(kept_id), free(in_start), free(in_arc), free(tail), free(label), free(head), free(final), free(final_kept);
+    free(order), free(number), free(rep), free(queue.data);
+    return result;
+}
+
+/* minimal_dfa(arcs, eps, start, finals, symbol_map, max_states) -> (rows, finals) with start 0, or None past
+ * max_states (< 0: no limit).  symbol_map: packed int32, the id of each NFA symbol (-1: its arcs go), or None. */
+static PyObject *minimal_dfa_method(PyObject *module, PyObject *args) {
+    PyObject *arcs, *eps, *finals, *map_object, *result = NULL;
+    long long start, max_states;
+    if (!PyArg_ParseTuple(args, "O!O!LO!OL:minimal_dfa", &PyList_Type, &arcs, &PyList_Type, &eps, &start, &PyList_Type,
+                          &finals, &map_object, &max_states))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(arcs);
+    if (PyList_GET_SIZE(eps) != n || n < 1 || n >= INT32_MAX || start < 0 || start >= n) {
+        PyErr_SetString(PyExc_ValueError, "minimal_dfa: arcs and eps must have one row per state, start among them");
+        return NULL;
+    }
+    Py_buffer map_view = {0};
+    const int32_t *map = NULL;
+    Py_ssize_t map_length = 0;
+    if (map_object != Py_None) {
+        if (PyObject_GetBuffer(map_object, &map_view, PyBUF_SIMPLE)) return NULL;
+        if (map_view.len % 4) {
+            PyBuffer_Release(&map_view);
+            PyErr_SetString(PyExc_ValueError, "minimal_dfa: symbol_map must be packed int32");
+            return NULL;
+        }
+        map = map_view.buf, map_length = map_view.len / 4;
+    }
+    Subsets s = {0};
+    if (nfa_read(&s, arcs, eps, map, map_length)) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(finals); i++) {
+        int32_t q;
+        if (nfa_int(PyList_GET_ITEM(finals, i), (long)n, &q, "a final state")) goto done;
+        s.is_final[q] = 1;
+    }
+    int built = subsets_build(&s, (int32_t)start, max_states);
+    if (built == -2) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (built < 0) {
+        PyErr_NoMemory();
+    } else {
+        result = minimal_quotient(&s);
+    }
+done:
+    subsets_free(&s);
+    if (map_object != Py_None) PyBuffer_Release(&map_view);
+    return result;
+}
+
+#endif
