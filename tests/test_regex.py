@@ -10,6 +10,7 @@ from a small grammar are checked exhaustively on short strings.
 from __future__ import annotations
 
 import random
+from array import array
 from functools import lru_cache
 
 import pytest
@@ -17,10 +18,11 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpefst.automata import DFA, StateLimitExceeded, enumerate_strings, minimize, sampler, shortest_accepted
+from bpefst.automata import DFA, NFA, StateLimitExceeded, enumerate_strings, minimize, sampler, shortest_accepted
 from bpefst import native
 from bpefst.errors import BpefstError
 from bpefst.regex import ByteAlphabet, CharAlphabet, RegexSyntaxError, compile_regex
+from bpefst.regex.compiler import _minimal_natively, minimal_dfa
 from bpefst.regex.charsets import scalar_ranges
 from bpefst.regex.utf8 import utf8_dfa
 
@@ -470,6 +472,27 @@ def test_engines_give_the_same_minimal_dfa(alphabet):
 def test_engines_agree_on_random_patterns(pattern, name):
     pure, compiled_ = both_engines(pattern, ENGINE_ALPHABETS[name])
     assert pure == compiled_
+
+
+@st.composite
+def small_nfas(draw):
+    """Any NFA of up to 7 states over 3 symbols: epsilon cycles, unreachable and dead states, no finals."""
+    n = draw(st.integers(1, 7))
+    state = st.integers(0, n - 1)
+    arcs = [draw(st.lists(st.tuples(st.integers(0, 2), state), max_size=4)) for _ in range(n)]
+    eps = [draw(st.lists(state, max_size=2)) for _ in range(n)]
+    return NFA(arcs, eps, draw(state), draw(st.frozensets(state, max_size=n)))
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
+@given(nfa=small_nfas())
+def test_engines_agree_on_random_nfas(nfa):
+    """minimal_dfa on each engine, with and without a relabelling: the same automaton."""
+    assert minimal_dfa(nfa, engine="compiled") == minimal_dfa(nfa, engine="pure")
+    relabelled = NFA([[(2 - a, r) for a, r in row if a != 1] for row in nfa.arcs], nfa.eps, nfa.start, nfa.finals)
+    table = array("i", [2, -1, 0]).tobytes()  # 0 -> 2, 1 dropped, 2 -> 0
+    assert _minimal_natively(nfa, None, table) == minimal_dfa(relabelled, engine="pure")
 
 
 @needs_core
