@@ -45,6 +45,7 @@ from bpefst.promotion import agnostic, on_demand, pretokenized
 from bpefst.promotion.agnostic import SpellingTrie
 from bpefst.promotion.canonical import token_mask
 from bpefst.promotion.chunking import chunker_for
+from bpefst.promotion.parts import DEFAULT_PARTS
 from bpefst.promotion.pretokenized import BOUNDARY
 from bpefst.regex import alphabet_for, compile_regex
 from bpefst.regex.json_schema import schema_to_dfa
@@ -194,6 +195,59 @@ def test_states_with_repeated_rows_share_groups(spellings, transitions, copies, 
         row = transitions[source % len(transitions)]
         transitions.append(dict(reversed(row.items())) if reorder else dict(row))
     assert_same_walk(transitions, trie_of(spellings), max_arcs)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spellings_strategy, dfas(), st.data(), st.one_of(st.none(), st.integers(0, 60)))
+def test_walks_from_some_states_match_the_pure_walks(spellings, transitions, data, max_arcs) -> None:
+    """``sources`` (one byte per state): the states left out get no arcs, on both walks and both engines."""
+    sources = bytes(data.draw(st.lists(st.integers(0, 1), min_size=len(transitions), max_size=len(transitions))))
+    trie = trie_of(spellings)
+    walker = trie.native_walker()
+    native = outcome(agnostic._walk_natively, walker, transitions, max_arcs, True, None, False, sources)
+    assert native == outcome(agnostic._groups_by_walks, transitions, trie, max_arcs, None, sources)
+    rows = outcome(agnostic._walk_natively, walker, transitions, max_arcs, False, None, False, sources)
+    every_row = outcome(pure_rows, transitions, trie)[1]
+    if rows[0] == "value":
+        assert ordered(rows[1]) == [list(row.items()) if on else [] for row, on in zip(every_row, sources)]
+    carried = outcome(agnostic._walk_natively, walker, transitions, max_arcs, True, None, True, sources)
+    assert carried == outcome(agnostic._groups_by_transforms, transitions, trie, max_arcs, None, sources)
+    if carried[0] == "value":
+        everything = regroup(agnostic._groups_by_walks(transitions, trie))
+        assert regroup(carried[1]) == {(q, t, r) for q, t, r in everything if sources[q]}
+    if native[0] == "value":
+        assert regroup(native[1]) == {(q, t, r) for q, t, r in regroup(agnostic._groups_by_walks(transitions, trie))
+                                      if sources[q]}
+
+
+def test_a_large_pattern_walks_its_wide_states_carrying_transforms(small_tokenizer, monkeypatch) -> None:
+    """walk_groups over a chunked pattern past the transform walk's size with wide rows (a JSON string's
+    states between characters): its wide states' groups from one walk carrying transforms, then the others'
+    walked one by one; the same list on both engines, the lattice of the walks from every state, and the
+    lattice limit where the walks from every state count it (before keep), with its own figure."""
+    model = small_tokenizer.model
+    trie = SpellingTrie.from_model(model)
+    keep = DEFAULT_PARTS.get(model).automaton.reachable_flags
+    chunked = pretokenized.chunked_pattern(trim(schema_to_dfa({"type": "string"}, alphabet_for(model))), model,
+                                           chunker_for("gpt2"))  # 5,044 states, 11 wide
+    transitions = chunked.transitions
+    wide = [q for q, row in enumerate(transitions) if len(row) >= agnostic._WIDE_ROW]
+    assert len(transitions) > agnostic._TRANSFORM_WALK_STATES and 0 < len(wide) < len(transitions) / 4
+    compiled = agnostic.walk_groups(chunked, trie, None, keep)
+    everything = agnostic._groups_by_walks(transitions, trie)
+    assert regroup(compiled) == regroup(agnostic._kept(everything, keep))
+    arcs = sum(len(tokens) * len(pairs) for tokens, pairs in everything)
+    with monkeypatch.context() as pure:
+        pure.setattr(trie, "native_walker", lambda: None)
+        assert agnostic.walk_groups(chunked, trie, None, keep) == compiled
+        assert agnostic.walk_groups(chunked, trie, arcs, keep) == compiled
+        with pytest.raises(ArcLimitExceeded) as refused:
+            agnostic.walk_groups(chunked, trie, arcs - 1, keep)
+        assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
+    assert agnostic.walk_groups(chunked, trie, arcs, keep) == compiled
+    with pytest.raises(ArcLimitExceeded) as refused:
+        agnostic.walk_groups(chunked, trie, arcs - 1, keep)
+    assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
 
 
 def test_equal_token_lists_are_one_group_whatever_state_files_them() -> None:

@@ -839,6 +839,21 @@ static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject
     return 0;
 }
 
+/* The `sources` argument of the walks: None (every state), or one byte per state, nonzero for the states
+ * walked from.  *mask is NULL for None; -1 with an exception when it is not that. */
+static int walker_sources(PyObject *sources, Py_ssize_t states, Py_buffer *view, const uint8_t **mask) {
+    *mask = NULL;
+    if (sources == Py_None) return 0;
+    if (PyObject_GetBuffer(sources, view, PyBUF_SIMPLE)) return -1;
+    if (view->len != states) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "sources must hold one byte per state of the transitions");
+        return -1;
+    }
+    *mask = view->buf;
+    return 0;
+}
+
 /* The Python groups of a grouped walk: per group of `table` its token list and {q: target} from the
  * (group, q, target) triples of `filed`, in the order the groups were made, as (tokens, pairs) tuples. */
 static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, const Ints *filed, PyObject **state_object) {
@@ -886,10 +901,11 @@ static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, cons
     return out;
 }
 
-/* walk(transitions, max_arcs, groups, keep=None) -> the rows (a list of dicts, one per state) or the groups,
- * or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per token, leaves
- * out the tokens whose byte is 0).  A state whose row equals an earlier state's (in order, size included)
- * is not walked: its arcs are that state's.
+/* walk(transitions, max_arcs, groups, keep=None, sources=None) -> the rows (a list of dicts, one per state) or
+ * the groups, or None once more than max_arcs (>= 0) arcs are found (counted before `keep`, one byte per
+ * token, leaves out the tokens whose byte is 0).  A state whose row equals an earlier state's (in order, size
+ * included) is not walked: its arcs are that state's.  `sources` (one byte per state) leaves the states whose
+ * byte is 0 without arcs (walk_groups walks them carrying transforms instead).
  *
  * Groups (walk_groups; its pure twin in bpefst/promotion/agnostic.py files them alike): each state's arcs
  * grouped by target, and a group whose token list an earlier state already filed is that group, one more
@@ -898,19 +914,19 @@ static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, cons
  * arcs kept as packed pairs (8 bytes an arc), and only then are the dicts made (about 70 bytes an arc), so
  * that a pattern refused at max_arcs is refused before it has cost more than the pairs. */
 static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
-    PyObject *transitions, *keep_object = Py_None;
+    PyObject *transitions, *keep_object = Py_None, *sources_object = Py_None;
     long long max_arcs;
     int groups;
-    if (!PyArg_ParseTuple(args, "OLp|O:walk", &transitions, &max_arcs, &groups, &keep_object)) return NULL;
-    Py_buffer keep_view = {0};
-    const uint8_t *keep;
+    if (!PyArg_ParseTuple(args, "OLp|OO:walk", &transitions, &max_arcs, &groups, &keep_object, &sources_object)) return NULL;
+    Py_buffer keep_view = {0}, sources_view = {0};
+    const uint8_t *keep, *walked_from;
     Rows rows;
     if (walker_arguments(w, transitions, keep_object, &keep_view, &keep, &rows)) return NULL;
     Py_ssize_t n = rows.states;
-    if (n > INT32_MAX / 2) {
+    if (n > INT32_MAX / 2 || walker_sources(sources_object, n, &sources_view, &walked_from)) {
         rows_free(&rows);
         PyBuffer_Release(&keep_view);
-        PyErr_SetString(PyExc_ValueError, "too many states");
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "too many states");
         return NULL;
     }
     Lookup lookup = {0};
@@ -934,6 +950,10 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     long long arcs = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t q = 0; q < n; q++) {
+        if (walked_from && !walked_from[q]) { /* not walked from: no arcs */
+            pair_from[q] = pair_to[q] = groups ? filed.length / 3 : found.length / 2;
+            continue;
+        }
         /* one dict held by several states is compared once: its first state stands for it */
         uint32_t hash = 0;
         int32_t same_state = state_of_row[rows.row_of[q]];
@@ -1027,6 +1047,7 @@ done:
     rows_free(&rows);
     give_back(freed);
     PyBuffer_Release(&keep_view);
+    if (walked_from) PyBuffer_Release(&sources_view);
     return result;
 }
 
@@ -1137,14 +1158,19 @@ static int32_t transforms_step(Transforms *t, const Lookup *l, int32_t id, int32
  * of one transform, ascending, groups by their first token (agnostic.walk_groups orders the pure walk's
  * groups the same way). */
 static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
-    PyObject *transitions, *keep_object = Py_None;
+    PyObject *transitions, *keep_object = Py_None, *sources_object = Py_None;
     long long max_arcs;
-    if (!PyArg_ParseTuple(args, "OL|O:walk_transforms", &transitions, &max_arcs, &keep_object)) return NULL;
-    Py_buffer keep_view = {0};
-    const uint8_t *keep;
+    if (!PyArg_ParseTuple(args, "OL|OO:walk_transforms", &transitions, &max_arcs, &keep_object, &sources_object)) return NULL;
+    Py_buffer keep_view = {0}, sources_view = {0};
+    const uint8_t *keep, *walked_from;
     Rows rows;
     if (walker_arguments(w, transitions, keep_object, &keep_view, &keep, &rows)) return NULL;
     Py_ssize_t n = rows.states;
+    if (walker_sources(sources_object, n, &sources_view, &walked_from)) {
+        rows_free(&rows);
+        PyBuffer_Release(&keep_view);
+        return NULL;
+    }
     PyObject *result = NULL, *out = NULL, **state_object = NULL;
     Lookup lookup = {0};
     Transforms t = {0};
@@ -1161,9 +1187,11 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (int32_t q = 0; q < (int32_t)n; q++) source[q] = target[q] = q;
-    if (n == 0 || transforms_intern(&t, source, target, (int32_t)n) < 0) {
-        if (n) PyErr_NoMemory();
+    int32_t sources = 0; /* the identity on the states walked from */
+    for (int32_t q = 0; q < (int32_t)n; q++)
+        if (!walked_from || walked_from[q]) source[sources] = target[sources] = q, sources++;
+    if (sources == 0 || transforms_intern(&t, source, target, sources) < 0) {
+        if (sources) PyErr_NoMemory();
         else result = PyList_New(0);
         goto done;
     }
@@ -1281,16 +1309,19 @@ done:
     free(source), free(target), free(count), free(start), free(tokens), free(transform_of), free(tid_of);
     rows_free(&rows);
     PyBuffer_Release(&keep_view);
+    if (walked_from) PyBuffer_Release(&sources_view);
     return result;
 }
 
 static PyMethodDef TrieWalker_methods[] = {
     {"walk_transforms", (PyCFunction)TrieWalker_walk_transforms, METH_VARARGS,
-     "walk_transforms(transitions, max_arcs, keep=None) -> walk_groups' groups from one walk carrying transforms; "
-     "None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out."},
+     "walk_transforms(transitions, max_arcs, keep=None, sources=None) -> walk_groups' groups from one walk carrying "
+     "transforms; None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out; sources: one byte "
+     "per state, 0 for the states not walked from (None: all)."},
     {"walk", (PyCFunction)TrieWalker_walk, METH_VARARGS,
-     "walk(transitions, max_arcs, groups, keep=None) -> per state token -> target (dicts), or walk_groups' groups; "
-     "None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out."},
+     "walk(transitions, max_arcs, groups, keep=None, sources=None) -> per state token -> target (dicts), or "
+     "walk_groups' groups; None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out; sources: "
+     "one byte per state, 0 for the states not walked from (no arcs; None: all)."},
     {NULL, NULL, 0, NULL},
 };
 
