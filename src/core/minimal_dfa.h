@@ -5,19 +5,17 @@
  *   - the subset construction (Rabin & Scott 1959): each DFA state is an epsilon-closed set of NFA states,
  *     kept sorted in one pool and found again by hash, numbered breadth-first with symbols ascending;
  *   - trimming: states from which no final state is reached go, with the arcs into them;
- *   - Hopcroft's refinement for partial transition functions as Valmari & Lehtinen (2008) and Valmari
- *     (2012, "Fast brief practical DFA minimization") lay it out: two refinable partitions, the states
- *     into blocks and the arcs into "cords" (first by symbol); each cord splits the blocks by the arcs'
- *     sources, each new block (the smaller side of a split) splits the cords by the arcs into it;
- *   - the quotient numbered canonically (breadth-first from the start, symbols ascending), so the result is
- *     equal, as a value, to what the pure functions give: the minimal DFA of a language is unique up to
- *     numbering, and the numbering is fixed.
+ *   - Hopcroft's refinement and the quotient numbered canonically (refine.h), so the result is equal, as a
+ *     value, to what the pure functions give: the minimal DFA of a language is unique up to numbering, and
+ *     the numbering is fixed.
  *
  * An optional table maps each NFA symbol to its final id (-1: no arc), what ByteAlphabet.finish does after
  * minimization; relabelling first and minimizing after gives the same automaton.
  */
 #ifndef BPEFST_MINIMAL_DFA_H
 #define BPEFST_MINIMAL_DFA_H
+
+#include "refine.h"
 
 typedef struct {
     int32_t *data;
@@ -33,52 +31,6 @@ static int ivec_push(IntVector *v, int32_t x) {
     }
     v->data[v->length++] = x;
     return 0;
-}
-
-/* A refinable partition of 0 .. n-1 (Valmari 2012): the elements of set s are elements[first[s] .. past[s] - 1];
- * marking moves an element to the front part of its set, and split() makes the smaller of the marked and the
- * unmarked parts of each touched set a new set. */
-typedef struct {
-    int32_t sets, *elements, *location, *set_of, *first, *past, *marked, *touched, touched_count;
-} Partition;
-
-static void partition_free(Partition *p) {
-    free(p->elements), free(p->location), free(p->set_of), free(p->first), free(p->past), free(p->marked), free(p->touched);
-}
-
-static int partition_init(Partition *p, int32_t n) {
-    size_t size = (size_t)n + 1;
-    p->elements = malloc(size * 4), p->location = malloc(size * 4), p->set_of = malloc(size * 4);
-    p->first = malloc(size * 4), p->past = malloc(size * 4), p->marked = calloc(size, 4), p->touched = malloc(size * 4);
-    if (!p->elements || !p->location || !p->set_of || !p->first || !p->past || !p->marked || !p->touched) return -1;
-    for (int32_t e = 0; e < n; e++) p->elements[e] = p->location[e] = e, p->set_of[e] = 0;
-    p->sets = n > 0, p->first[0] = 0, p->past[0] = n, p->touched_count = 0;
-    return 0;
-}
-
-static void partition_mark(Partition *p, int32_t e) {
-    int32_t s = p->set_of[e], i = p->location[e], j = p->first[s] + p->marked[s];
-    p->elements[i] = p->elements[j], p->location[p->elements[i]] = i;
-    p->elements[j] = e, p->location[e] = j;
-    if (!p->marked[s]++) p->touched[p->touched_count++] = s;
-}
-
-static void partition_split(Partition *p) {
-    while (p->touched_count) {
-        int32_t s = p->touched[--p->touched_count], j = p->first[s] + p->marked[s];
-        if (j == p->past[s]) { /* every element marked: no split */
-            p->marked[s] = 0;
-            continue;
-        }
-        int32_t z = p->sets++;
-        if (p->marked[s] <= p->past[s] - j) { /* the marked part is the smaller: it leaves */
-            p->first[z] = p->first[s], p->past[z] = p->first[s] = j;
-        } else {
-            p->past[z] = p->past[s], p->first[z] = p->past[s] = j;
-        }
-        for (int32_t i = p->first[z]; i < p->past[z]; i++) p->set_of[p->elements[i]] = z;
-        p->marked[s] = p->marked[z] = 0;
-    }
 }
 
 typedef struct {
@@ -297,15 +249,15 @@ static int subsets_build(Subsets *s, int32_t start, long long max_states) {
 static PyObject *minimal_quotient(Subsets *s) {
     int32_t states = (int32_t)s->subset_start.length - 1, arcs = (int32_t)s->dfa_symbol.length;
     const int32_t *start_of = s->dfa_start.data, *symbol = s->dfa_symbol.data, *target = s->dfa_target.data;
-    int32_t *keep = NULL, *kept_id = NULL, *in_start = NULL, *in_arc = NULL, *tail = NULL, *label = NULL, *head = NULL;
-    int32_t *order = NULL, *number = NULL, *rep = NULL;
-    uint8_t *final = NULL, *final_kept = NULL;
-    Partition blocks = {0}, cords = {0};
+    int32_t *keep = NULL, *kept_id = NULL, *in_start = NULL, *in_arc = NULL, *tail = NULL, *head = NULL;
+    int64_t *label = NULL;
+    uint8_t *final = NULL, *final_kept = NULL, *final_block = NULL;
+    Quotient quotient = {0};
+    IntVector queue = {0};
     PyObject *rows = NULL, *finals = NULL, *result = NULL;
     /* trimming: the states a final state is reached from, by the reversed arcs */
     keep = calloc((size_t)states + 1, 4), in_start = calloc((size_t)states + 2, 4), in_arc = malloc((size_t)arcs * 4 + 4);
     final = calloc((size_t)states + 1, 1);
-    IntVector queue = {0};
     if (!keep || !in_start || !in_arc || !final) goto nomemory;
     for (int32_t k = 0; k < states; k++)
         for (int32_t i = s->subset_start.data[k]; i < s->subset_start.data[k + 1]; i++)
@@ -334,108 +286,43 @@ static PyObject *minimal_quotient(Subsets *s) {
         result = Py_BuildValue("([{}][])");
         goto done;
     }
-    /* the kept states renumbered 0 .. m-1 and their arcs between kept states, in order */
+    /* the kept states renumbered 0 .. m-1, their arcs between kept states */
     kept_id = malloc((size_t)states * 4 + 4);
-    if (!kept_id) goto nomemory;
+    tail = malloc((size_t)arcs * 4 + 4), head = malloc((size_t)arcs * 4 + 4), label = malloc((size_t)arcs * 8 + 8);
+    if (!kept_id || !tail || !head || !label) goto nomemory;
     int32_t m = 0, kept_arcs = 0;
     for (int32_t k = 0; k < states; k++) kept_id[k] = keep[k] ? m++ : -1;
-    tail = malloc((size_t)arcs * 4 + 4), label = malloc((size_t)arcs * 4 + 4), head = malloc((size_t)arcs * 4 + 4);
-    if (!tail || !label || !head) goto nomemory;
-    for (int32_t k = 0; k < states; k++)
-        if (keep[k])
-            for (int32_t a = start_of[k]; a < start_of[k + 1]; a++)
-                if (keep[target[a]]) tail[kept_arcs] = kept_id[k], label[kept_arcs] = symbol[a], head[kept_arcs++] = kept_id[target[a]];
-    /* blocks: finals apart from the rest */
-    if (partition_init(&blocks, m) || partition_init(&cords, kept_arcs)) goto nomemory;
     final_kept = calloc((size_t)m + 1, 1);
     if (!final_kept) goto nomemory;
-    for (int32_t k = 0; k < states; k++)
-        if (keep[k] && final[k]) partition_mark(&blocks, kept_id[k]), final_kept[kept_id[k]] = 1;
-    partition_split(&blocks);
-    /* cords: the arcs by symbol */
-    if (kept_arcs) {
-        uint64_t *by_label = malloc((size_t)kept_arcs * 8);
-        if (!by_label) goto nomemory;
-        for (int32_t a = 0; a < kept_arcs; a++) by_label[a] = (uint64_t)(uint32_t)label[a] << 32 | (uint32_t)a;
-        qsort(by_label, (size_t)kept_arcs, 8, by_uint64);
-        cords.sets = 0;
-        for (int32_t i = 0; i < kept_arcs; i++) {
-            int32_t a = (int32_t)(uint32_t)by_label[i];
-            if (i == 0 || label[a] != label[cords.elements[i - 1]]) {
-                if (i) cords.past[cords.sets - 1] = i;
-                cords.first[cords.sets++] = i;
-            }
-            cords.elements[i] = a, cords.location[a] = i, cords.set_of[a] = cords.sets - 1;
-        }
-        cords.past[cords.sets - 1] = kept_arcs;
-        free(by_label);
+    for (int32_t k = 0; k < states; k++) {
+        if (!keep[k]) continue;
+        final_kept[kept_id[k]] = final[k];
+        for (int32_t a = start_of[k]; a < start_of[k + 1]; a++)
+            if (keep[target[a]]) tail[kept_arcs] = kept_id[k], label[kept_arcs] = symbol[a], head[kept_arcs++] = kept_id[target[a]];
     }
-    /* the arcs into each kept state */
-    memset(in_start, 0, ((size_t)m + 2) * 4);
-    for (int32_t a = 0; a < kept_arcs; a++) in_start[head[a] + 2]++;
-    for (int32_t k = 0; k < m; k++) in_start[k + 2] += in_start[k + 1];
-    for (int32_t a = 0; a < kept_arcs; a++) in_arc[in_start[head[a] + 1]++] = a;
-    /* refinement: each cord splits blocks by its sources, each new block splits cords by the arcs into it */
-    for (int32_t b = 1, c = 0; c < cords.sets; c++) {
-        for (int32_t i = cords.first[c]; i < cords.past[c]; i++) partition_mark(&blocks, tail[cords.elements[i]]);
-        partition_split(&blocks);
-        for (; b < blocks.sets; b++) {
-            for (int32_t i = blocks.first[b]; i < blocks.past[b]; i++) {
-                int32_t q = blocks.elements[i];
-                for (int32_t j = in_start[q]; j < in_start[q + 1]; j++) partition_mark(&cords, in_arc[j]);
-            }
-            partition_split(&cords);
-        }
-    }
-    /* the quotient numbered breadth first from the start's block, symbols ascending (each kept state's arcs
-     * are in ascending symbol order already) */
-    int32_t count = blocks.sets;
-    int32_t *arc_begin = calloc((size_t)m + 1, 4);
-    order = malloc((size_t)count * 4 + 4), number = malloc((size_t)count * 4 + 4), rep = malloc((size_t)count * 4 + 4);
-    if (!arc_begin || !order || !number || !rep) {
-        free(arc_begin);
-        goto nomemory;
-    }
-    for (int32_t a = 0; a < kept_arcs; a++) arc_begin[tail[a] + 1]++;
-    for (int32_t k = 0; k < m; k++) arc_begin[k + 1] += arc_begin[k];
-    for (int32_t b = 0; b < count; b++) number[b] = -1, rep[b] = blocks.elements[blocks.first[b]];
-    int32_t numbered = 0;
-    number[blocks.set_of[0]] = numbered, order[numbered++] = blocks.set_of[0];
-    rows = PyList_New(0), finals = PyList_New(0);
-    if (!rows || !finals) {
-        free(arc_begin);
-        goto done;
-    }
-    for (int32_t i = 0; i < numbered; i++) {
-        int32_t q = rep[order[i]];
+    if (minimal_quotient_of(m, kept_arcs, tail, label, head, final_kept, 0, &quotient)) goto nomemory;
+    final_block = calloc((size_t)quotient.count + 1, 1);
+    if (!final_block) goto nomemory;
+    for (int32_t q = 0; q < m; q++) final_block[quotient.number[q]] = final_kept[q]; /* (a block agrees on finality) */
+    rows = PyList_New(quotient.count), finals = PyList_New(0);
+    if (!rows || !finals) goto done;
+    for (int32_t i = 0; i < quotient.count; i++) {
         PyObject *row = PyDict_New();
-        if (!row || PyList_Append(rows, row)) {
-            Py_XDECREF(row);
-            free(arc_begin);
-            goto done;
-        }
-        Py_DECREF(row);
-        for (int32_t a = arc_begin[q]; a < arc_begin[q + 1]; a++) {
-            int32_t to = blocks.set_of[head[a]];
-            if (number[to] < 0) number[to] = numbered, order[numbered++] = to;
-            PyObject *key = PyLong_FromLong(label[a]), *value = PyLong_FromLong(number[to]);
+        if (!row) goto done;
+        PyList_SET_ITEM(rows, i, row);
+        for (int32_t j = quotient.arc_begin[i]; j < quotient.arc_begin[i + 1]; j++) {
+            int32_t a = quotient.arcs[j];
+            PyObject *key = PyLong_FromLongLong(label[a]), *value = PyLong_FromLong(quotient.number[head[a]]);
             int failed = !key || !value || PyDict_SetItem(row, key, value);
             Py_XDECREF(key), Py_XDECREF(value);
-            if (failed) {
-                free(arc_begin);
-                goto done;
-            }
+            if (failed) goto done;
         }
-    }
-    free(arc_begin);
-    for (int32_t i = 0; i < numbered; i++) {
-        if (!final_kept[rep[order[i]]]) continue; /* (a block's states agree on finality) */
-        PyObject *x = PyLong_FromLong(i);
-        if (!x || PyList_Append(finals, x)) {
+        if (final_block[i]) {
+            PyObject *x = PyLong_FromLong(i);
+            int failed = !x || PyList_Append(finals, x);
             Py_XDECREF(x);
-            goto done;
+            if (failed) goto done;
         }
-        Py_DECREF(x);
     }
     result = PyTuple_Pack(2, rows, finals);
     goto done;
@@ -443,9 +330,9 @@ nomemory:
     PyErr_NoMemory();
 done:
     Py_XDECREF(rows), Py_XDECREF(finals);
-    partition_free(&blocks), partition_free(&cords);
-    free(keep), free(kept_id), free(in_start), free(in_arc), free(tail), free(label), free(head), free(final), free(final_kept);
-    free(order), free(number), free(rep), free(queue.data);
+    quotient_free(&quotient);
+    free(keep), free(kept_id), free(in_start), free(in_arc), free(tail), free(label), free(head), free(final);
+    free(final_kept), free(final_block), free(queue.data);
     return result;
 }
 
