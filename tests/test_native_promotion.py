@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 
 import bpefst
 from bpefst import native
-from bpefst.automata import DFA, trim
+from bpefst.automata import DFA, minimize, trim
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.automata.errors import ArcLimitExceeded, StateLimitExceeded
 from bpefst.promotion import agnostic, on_demand, pretokenized
@@ -472,6 +472,22 @@ def assert_same_promotion_loops(model, patterns) -> None:
         assert any(BOUNDARY in row for row in chunked.transitions), name  # the matches are cut: the product matters
         assert_same_walk(chunked.transitions, trie, keep=reachable)
         assert_same_walk(pattern.transitions, trie, keep=reachable)
+
+
+def test_mid_character_states_merge_without_changing_the_language(small_tokenizer, monkeypatch) -> None:
+    """The chunked pattern's mid-character states with the same future are merged (pretokenized.
+    _merged_mid_character, compiled in chunk_product): the same language as the product before, far fewer
+    states, and the same DFA on both engines."""
+    model = small_tokenizer.model
+    chunker = chunker_for("gpt2")
+    pattern = trim(schema_to_dfa({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                                  "required": ["a", "b"], "additionalProperties": False}, alphabet_for(model)))
+    merged = pure_chunked(pattern, model, chunker)
+    assert as_value(native_chunked(pattern, model, chunker)) == as_value(merged)
+    monkeypatch.setattr(pretokenized, "_merged_mid_character", lambda dfa, mid: dfa)
+    product = pure_chunked(pattern, model, chunker)
+    assert len(merged.transitions) < len(product.transitions) / 2
+    assert minimize(merged) == minimize(product)
 
 
 def test_the_chunked_pattern_is_refused_at_the_lattice_arc_limit(small_tokenizer, monkeypatch) -> None:

@@ -1608,6 +1608,125 @@ done:
     return over;
 }
 
+#define MERGE_MAX_SYMBOL (1 << 22) /* pretokenized.MERGE_MAX_SYMBOL */
+#define MERGE_ROUNDS 8             /* pretokenized.MERGE_ROUNDS */
+
+/* Mid-character states with the same future merged, in place of the trimmed product.  A state inside a
+ * character (decoder state d != 0) reads continuation bytes only and reaches a state between characters
+ * within three bytes, so its future is its row, and states whose rows read the same symbols to the same (merged)
+ * targets are equivalent: merged to the first of them, round after round until nothing merges (at most four
+ * rounds; a row's arcs are compared as sets).  A JSON string's mid-character states, one per decoder state,
+ * chunker state and string, mostly agree: over GPT-2 a schema's 71k states become 21k.  The states left keep
+ * their order; states between characters are never merged (that would take the whole minimization, whose
+ * log factor costs more than the walk it saves).  Its pure twin: pretokenized._merged_mid_character.
+ * mid: one byte per product state (before the trim).  0, or -1 out of memory. */
+static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, Ints *finals, int32_t **new_id,
+                           Py_ssize_t *states, int32_t *kept, int32_t *product_start, const uint8_t *mid,
+                           const long long *value) {
+    int32_t m = *kept, *id = *new_id;
+    int32_t *start = calloc((size_t)m + 2, 4), *cls = malloc((size_t)m * 4 + 4), *next = malloc((size_t)m * 4 + 4);
+    int32_t *origin = malloc((size_t)m * 4 + 4), *slot = NULL, *stamp = NULL, *seen = NULL;
+    uint8_t *is_mid = calloc((size_t)m + 1, 1);
+    long long max_value = 0;
+    Ints to = {0}, from = {0}, new_start = {0}, new_from = {0}, new_target = {0}, new_finals = {0};
+    int status = -1;
+    if (!start || !cls || !next || !origin || !is_mid) goto done;
+    /* the kept states' arcs (to kept states) as CSR over kept numbers */
+    for (Py_ssize_t s = 0; s < *states; s++) {
+        int32_t k = id[s];
+        if (k < 0) continue;
+        origin[k] = (int32_t)s, is_mid[k] = mid[s];
+    }
+    for (int32_t k = 0; k < m; k++) {
+        start[k] = (int32_t)to.length;
+        int32_t s = origin[k];
+        for (int32_t a = arc_start->data[s]; a < arc_start->data[s + 1]; a++) {
+            int32_t t = id[arc_target->data[a]];
+            if (t < 0) continue;
+            if (ints_push(&to, t) || ints_push(&from, arc_from->data[a])) goto done;
+            if (is_mid[k] && arc_from->data[a] >= 0 && value[arc_from->data[a]] > max_value) max_value = value[arc_from->data[a]];
+        }
+    }
+    start[m] = (int32_t)to.length;
+    if (max_value > MERGE_MAX_SYMBOL) { /* (symbols past any vocabulary: left as they are, as the pure twin does) */
+        status = 0;
+        goto done;
+    }
+    size_t table = 16;
+    while (table < 2 * (size_t)m + 2) table *= 2;
+    slot = malloc(table * 4), stamp = calloc((size_t)max_value + 2, 4), seen = malloc(((size_t)max_value + 2) * 4);
+    if (!slot || !stamp || !seen) goto done;
+    for (int32_t k = 0; k < m; k++) cls[k] = k;
+    int32_t epoch = 0;
+    for (int round = 0; round < MERGE_ROUNDS; round++) {
+        int changed = 0;
+        for (size_t j = 0; j < table; j++) slot[j] = -1;
+        for (int32_t k = 0; k < m; k++) {
+            next[k] = k;
+            if (!is_mid[k]) continue;
+            uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(start[k + 1] - start[k]);
+            for (int32_t a = start[k]; a < start[k + 1]; a++) { /* a sum: the arcs' order does not count */
+                uint64_t x = ((uint64_t)value[from.data[a]] << 32 | (uint32_t)cls[to.data[a]]) * 0xBF58476D1CE4E5B9ull;
+                h += x ^ x >> 31;
+            }
+            size_t j = (size_t)(h ^ h >> 29) & (table - 1);
+            for (; slot[j] >= 0; j = (j + 1) & (table - 1)) {
+                int32_t o = slot[j];
+                if (start[o + 1] - start[o] != start[k + 1] - start[k]) continue;
+                if (++epoch == INT32_MAX) { /* (stamps wrap: clear them) */
+                    memset(stamp, 0, ((size_t)max_value + 2) * 4);
+                    epoch = 1;
+                }
+                for (int32_t a = start[o]; a < start[o + 1]; a++)
+                    stamp[value[from.data[a]]] = epoch, seen[value[from.data[a]]] = cls[to.data[a]];
+                int32_t a = start[k];
+                while (a < start[k + 1] && stamp[value[from.data[a]]] == epoch && seen[value[from.data[a]]] == cls[to.data[a]]) a++;
+                if (a == start[k + 1]) break;
+            }
+            if (slot[j] >= 0) next[k] = slot[j];
+            else slot[j] = k;
+        }
+        for (int32_t k = 0; k < m; k++) {
+            if (next[k] != cls[k]) changed = 1;
+            cls[k] = next[k];
+        }
+        if (!changed) break;
+    }
+    /* the states left, in order, and the arcs of each */
+    int32_t count = 0;
+    for (int32_t k = 0; k < m; k++) next[k] = cls[k] == k ? count++ : -1;
+    if (ints_reserve(&new_start, (size_t)count + 1) || ints_reserve(&new_from, to.length + 1) ||
+        ints_reserve(&new_target, to.length + 1))
+        goto done;
+    for (int32_t k = 0; k < m; k++) {
+        if (cls[k] != k) continue;
+        new_start.data[new_start.length++] = (int32_t)new_from.length;
+        for (int32_t a = start[k]; a < start[k + 1]; a++) {
+            new_from.data[new_from.length++] = from.data[a];
+            new_target.data[new_target.length++] = next[cls[to.data[a]]];
+        }
+    }
+    new_start.data[new_start.length++] = (int32_t)new_from.length;
+    for (size_t f = 0; f < finals->length; f++) {
+        int32_t k = id[finals->data[f]];
+        if (k >= 0 && ints_push(&new_finals, next[cls[k]])) goto done;
+    }
+    int32_t *identity = malloc((size_t)count * 4 + 4);
+    if (!identity) goto done;
+    for (int32_t i = 0; i < count; i++) identity[i] = i;
+    int32_t new_product_start = next[cls[id[*product_start]]];
+    free(arc_start->data), free(arc_from->data), free(arc_target->data), free(finals->data), free(*new_id);
+    *arc_start = new_start, *arc_from = new_from, *arc_target = new_target, *finals = new_finals, *new_id = identity;
+    memset(&new_start, 0, sizeof new_start), memset(&new_from, 0, sizeof new_from);
+    memset(&new_target, 0, sizeof new_target), memset(&new_finals, 0, sizeof new_finals);
+    *states = count, *kept = count, *product_start = new_product_start;
+    status = 0;
+done:
+    free(start), free(cls), free(next), free(origin), free(is_mid), free(slot), free(stamp), free(seen);
+    free(to.data), free(from.data), free(new_start.data), free(new_from.data), free(new_target.data), free(new_finals.data);
+    return status;
+}
+
 /* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals,
  *               boundary, max_states, max_arcs=-1, walker=None, count_above=0.0) -> (rows, start, finals) of the
  * trimmed chunked pattern; rows is None for the empty language; the whole result is None once more than
@@ -1640,7 +1759,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     Rows rows = {0};
     Product x = {0};
     Ints arc_start = {0}, arc_from = {0}, arc_target = {0}, finals = {0}, order = {0}, reverse = {0}, reverse_start = {0};
-    uint8_t *acc = NULL, *coacc = NULL;
+    uint8_t *acc = NULL, *coacc = NULL, *mid = NULL;
     int32_t *new_id = NULL;
     PyObject **target_object = NULL;
     int32_t *own_decoder = NULL, *own_chunks = NULL;
@@ -1825,6 +1944,10 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     /* what only the numbering and the trim read goes before the rows are made (the reversed arcs alone
      * are 4 bytes an arc: 65 MB beside the rows of a JSON Schema's 16M-arc chunked pattern) */
     free(reverse.data), free(reverse_start.data), free(order.data), free(acc);
+    if (!status && (mid = malloc((size_t)states + 1))) /* (the fresh start, past x's states, is between characters) */
+        for (Py_ssize_t k = 0; k < states; k++) mid[k] = (size_t)k < x.d.length && x.d.data[k] != 0;
+    else if (!status)
+        status = NUMBER_NO_MEMORY;
     free(x.table.keys), free(x.table.values), free(x.p.data), free(x.c.data), free(x.d.data);
     memset(&reverse, 0, sizeof reverse), memset(&reverse_start, 0, sizeof reverse_start), memset(&order, 0, sizeof order);
     memset(&x, 0, sizeof x);
@@ -1841,6 +1964,19 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     if (!coacc[product_start]) {
         result = Py_BuildValue("(Oii)", Py_None, 0, 0);
         goto done;
+    }
+    {
+        long long *value = malloc((rows.arcs + 1) * sizeof(long long));
+        int merged = value ? 0 : -1;
+        for (size_t e = 0; !merged && e < rows.arcs; e++)
+            if (!as_small_int(rows.key[e], &value[e])) value[e] = 1LL << 40; /* (never: rows_pack kept ints) */
+        if (!merged) merged = chunk_merge_mid(&arc_start, &arc_from, &arc_target, &finals, &new_id, &states, &kept,
+                                              &product_start, mid, value);
+        free(value);
+        if (merged) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     if (max_arcs >= 0) {
         long long arcs = 0;
@@ -1942,7 +2078,7 @@ done:
     free(own_finals);
     free(own_chunk_finals);
     free(acc);
-    free(coacc);
+    free(coacc), free(mid);
     free(new_id);
     free(x.table.keys);
     free(x.table.values);
