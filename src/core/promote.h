@@ -1623,31 +1623,28 @@ done:
 static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, Ints *finals, int32_t **new_id,
                            Py_ssize_t *states, int32_t *kept, int32_t *product_start, const uint8_t *mid,
                            const long long *value) {
+    /* read in place (a kept state's arcs are its product state's arcs into kept states): no copy of the
+     * product's arcs, which are the call's peak (12 bytes an arc) */
     int32_t m = *kept, *id = *new_id;
-    int32_t *start = calloc((size_t)m + 2, 4), *cls = malloc((size_t)m * 4 + 4), *next = malloc((size_t)m * 4 + 4);
+    const int32_t *at = arc_start->data, *from = arc_from->data, *target = arc_target->data;
+    int32_t *size = calloc((size_t)m + 1, 4), *cls = malloc((size_t)m * 4 + 4), *next = malloc((size_t)m * 4 + 4);
     int32_t *origin = malloc((size_t)m * 4 + 4), *slot = NULL, *stamp = NULL, *seen = NULL;
     uint8_t *is_mid = calloc((size_t)m + 1, 1);
     long long max_value = 0;
-    Ints to = {0}, from = {0}, new_start = {0}, new_from = {0}, new_target = {0}, new_finals = {0};
+    size_t kept_arcs = 0;
+    Ints new_start = {0}, new_from = {0}, new_target = {0}, new_finals = {0};
     int status = -1;
-    if (!start || !cls || !next || !origin || !is_mid) goto done;
-    /* the kept states' arcs (to kept states) as CSR over kept numbers */
+    if (!size || !cls || !next || !origin || !is_mid) goto done;
     for (Py_ssize_t s = 0; s < *states; s++) {
         int32_t k = id[s];
         if (k < 0) continue;
         origin[k] = (int32_t)s, is_mid[k] = mid[s];
-    }
-    for (int32_t k = 0; k < m; k++) {
-        start[k] = (int32_t)to.length;
-        int32_t s = origin[k];
-        for (int32_t a = arc_start->data[s]; a < arc_start->data[s + 1]; a++) {
-            int32_t t = id[arc_target->data[a]];
-            if (t < 0) continue;
-            if (ints_push(&to, t) || ints_push(&from, arc_from->data[a])) goto done;
-            if (is_mid[k] && arc_from->data[a] >= 0 && value[arc_from->data[a]] > max_value) max_value = value[arc_from->data[a]];
+        for (int32_t a = at[s]; a < at[s + 1]; a++) {
+            if (id[target[a]] < 0) continue;
+            size[k]++, kept_arcs++;
+            if (mid[s] && from[a] >= 0 && value[from[a]] > max_value) max_value = value[from[a]];
         }
     }
-    start[m] = (int32_t)to.length;
     if (max_value > MERGE_MAX_SYMBOL) { /* (symbols past any vocabulary: left as they are, as the pure twin does) */
         status = 0;
         goto done;
@@ -1664,24 +1661,30 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
         for (int32_t k = 0; k < m; k++) {
             next[k] = k;
             if (!is_mid[k]) continue;
-            uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(start[k + 1] - start[k]);
-            for (int32_t a = start[k]; a < start[k + 1]; a++) { /* a sum: the arcs' order does not count */
-                uint64_t x = ((uint64_t)value[from.data[a]] << 32 | (uint32_t)cls[to.data[a]]) * 0xBF58476D1CE4E5B9ull;
+            int32_t s = origin[k];
+            uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)size[k];
+            for (int32_t a = at[s]; a < at[s + 1]; a++) { /* a sum: the arcs' order does not count */
+                int32_t t = id[target[a]];
+                if (t < 0) continue;
+                uint64_t x = ((uint64_t)value[from[a]] << 32 | (uint32_t)cls[t]) * 0xBF58476D1CE4E5B9ull;
                 h += x ^ x >> 31;
             }
             size_t j = (size_t)(h ^ h >> 29) & (table - 1);
             for (; slot[j] >= 0; j = (j + 1) & (table - 1)) {
-                int32_t o = slot[j];
-                if (start[o + 1] - start[o] != start[k + 1] - start[k]) continue;
+                int32_t o = slot[j], u = origin[o];
+                if (size[o] != size[k]) continue;
                 if (++epoch == INT32_MAX) { /* (stamps wrap: clear them) */
                     memset(stamp, 0, ((size_t)max_value + 2) * 4);
                     epoch = 1;
                 }
-                for (int32_t a = start[o]; a < start[o + 1]; a++)
-                    stamp[value[from.data[a]]] = epoch, seen[value[from.data[a]]] = cls[to.data[a]];
-                int32_t a = start[k];
-                while (a < start[k + 1] && stamp[value[from.data[a]]] == epoch && seen[value[from.data[a]]] == cls[to.data[a]]) a++;
-                if (a == start[k + 1]) break;
+                for (int32_t a = at[u]; a < at[u + 1]; a++)
+                    if (id[target[a]] >= 0) stamp[value[from[a]]] = epoch, seen[value[from[a]]] = cls[id[target[a]]];
+                int same = 1;
+                for (int32_t a = at[s]; same && a < at[s + 1]; a++) {
+                    int32_t t = id[target[a]];
+                    if (t >= 0) same = stamp[value[from[a]]] == epoch && seen[value[from[a]]] == cls[t];
+                }
+                if (same) break;
             }
             if (slot[j] >= 0) next[k] = slot[j];
             else slot[j] = k;
@@ -1695,15 +1698,20 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     /* the states left, in order, and the arcs of each */
     int32_t count = 0;
     for (int32_t k = 0; k < m; k++) next[k] = cls[k] == k ? count++ : -1;
-    if (ints_reserve(&new_start, (size_t)count + 1) || ints_reserve(&new_from, to.length + 1) ||
-        ints_reserve(&new_target, to.length + 1))
+    size_t left_arcs = 0;
+    for (int32_t k = 0; k < m; k++) left_arcs += cls[k] == k ? (size_t)size[k] : 0;
+    if (ints_reserve(&new_start, (size_t)count + 1) || ints_reserve(&new_from, left_arcs + 1) ||
+        ints_reserve(&new_target, left_arcs + 1))
         goto done;
     for (int32_t k = 0; k < m; k++) {
         if (cls[k] != k) continue;
+        int32_t s = origin[k];
         new_start.data[new_start.length++] = (int32_t)new_from.length;
-        for (int32_t a = start[k]; a < start[k + 1]; a++) {
-            new_from.data[new_from.length++] = from.data[a];
-            new_target.data[new_target.length++] = next[cls[to.data[a]]];
+        for (int32_t a = at[s]; a < at[s + 1]; a++) {
+            int32_t t = id[target[a]];
+            if (t < 0) continue;
+            new_from.data[new_from.length++] = from[a];
+            new_target.data[new_target.length++] = next[cls[t]];
         }
     }
     new_start.data[new_start.length++] = (int32_t)new_from.length;
@@ -1721,9 +1729,10 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     memset(&new_target, 0, sizeof new_target), memset(&new_finals, 0, sizeof new_finals);
     *states = count, *kept = count, *product_start = new_product_start;
     status = 0;
+    (void)kept_arcs;
 done:
-    free(start), free(cls), free(next), free(origin), free(is_mid), free(slot), free(stamp), free(seen);
-    free(to.data), free(from.data), free(new_start.data), free(new_from.data), free(new_target.data), free(new_finals.data);
+    free(size), free(cls), free(next), free(origin), free(is_mid), free(slot), free(stamp), free(seen);
+    free(new_start.data), free(new_from.data), free(new_target.data), free(new_finals.data);
     return status;
 }
 
