@@ -15,37 +15,21 @@
 #ifndef BPEFST_MINIMAL_DFA_H
 #define BPEFST_MINIMAL_DFA_H
 
-#include "refine.h"
-
-typedef struct {
-    int32_t *data;
-    size_t length, capacity;
-} IntVector;
-
-static int ivec_push(IntVector *v, int32_t x) {
-    if (v->length == v->capacity) {
-        size_t capacity = v->capacity ? 2 * v->capacity : 64;
-        int32_t *data = realloc(v->data, capacity * sizeof(int32_t));
-        if (!data) return -1;
-        v->data = data, v->capacity = capacity;
-    }
-    v->data[v->length++] = x;
-    return 0;
-}
+#include "refine.h" /* (and Ints, ints_push: promote.h, included before this file) */
 
 typedef struct {
     /* the NFA, flat */
     int32_t n, *arc_start, *arc_symbol, *arc_target, *eps_start, *eps_target;
     uint8_t *is_final;
     /* the subsets: their members in one pool, found by hash */
-    IntVector pool, subset_start; /* subset k: pool[subset_start[k] .. subset_start[k + 1] - 1] */
+    Ints pool, subset_start; /* subset k: pool[subset_start[k] .. subset_start[k + 1] - 1] */
     int32_t *table;
     size_t table_size;
     /* the DFA's arcs as found: per state, ascending symbols */
-    IntVector dfa_start, dfa_symbol, dfa_target;
+    Ints dfa_start, dfa_symbol, dfa_target;
     /* scratch */
     int32_t *seen, generation;
-    IntVector closure, stack;
+    Ints closure, stack;
     uint64_t *moves;
     size_t moves_capacity;
 } Subsets;
@@ -150,7 +134,7 @@ static int close_subset(Subsets *s) {
     s->stack.length = 0;
     for (size_t i = 0; i < s->closure.length; i++) {
         s->seen[s->closure.data[i]] = s->generation;
-        if (ivec_push(&s->stack, s->closure.data[i])) return -1;
+        if (ints_push(&s->stack, s->closure.data[i])) return -1;
     }
     while (s->stack.length) {
         int32_t q = s->stack.data[--s->stack.length];
@@ -158,7 +142,7 @@ static int close_subset(Subsets *s) {
             int32_t r = s->eps_target[k];
             if (s->seen[r] == s->generation) continue;
             s->seen[r] = s->generation;
-            if (ivec_push(&s->closure, r) || ivec_push(&s->stack, r)) return -1;
+            if (ints_push(&s->closure, r) || ints_push(&s->stack, r)) return -1;
         }
     }
     qsort(s->closure.data, s->closure.length, 4, by_int32);
@@ -197,8 +181,8 @@ static int32_t subset_intern(Subsets *s, long long max_states) {
     if (max_states >= 0 && (long long)id + 1 > max_states) return -2;
     if (s->pool.length + count >= INT32_MAX) return -1;
     for (size_t i = 0; i < count; i++)
-        if (ivec_push(&s->pool, members[i])) return -1;
-    if (ivec_push(&s->subset_start, (int32_t)s->pool.length)) return -1;
+        if (ints_push(&s->pool, members[i])) return -1;
+    if (ints_push(&s->subset_start, (int32_t)s->pool.length)) return -1;
     s->table[k] = id;
     if (2 * (size_t)(id + 1) > s->table_size && table_rehash(s)) return -1;
     return id;
@@ -206,13 +190,13 @@ static int32_t subset_intern(Subsets *s, long long max_states) {
 
 /* The subset construction: s->dfa_* hold the DFA's arcs, breadth-first numbering. 0, -1 (memory), -2 (limit). */
 static int subsets_build(Subsets *s, int32_t start, long long max_states) {
-    if (ivec_push(&s->subset_start, 0) || table_rehash(s)) return -1;
+    if (ints_push(&s->subset_start, 0) || table_rehash(s)) return -1;
     s->closure.length = 0;
-    if (ivec_push(&s->closure, start) || close_subset(s)) return -1;
+    if (ints_push(&s->closure, start) || close_subset(s)) return -1;
     int32_t found = subset_intern(s, max_states);
     if (found < 0) return found;
     for (int32_t k = 0; k < (int32_t)s->subset_start.length - 1; k++) { /* grows while read: breadth first */
-        if (ivec_push(&s->dfa_start, (int32_t)s->dfa_symbol.length)) return -1;
+        if (ints_push(&s->dfa_start, (int32_t)s->dfa_symbol.length)) return -1;
         size_t moves = 0;
         for (int32_t i = s->subset_start.data[k]; i < s->subset_start.data[k + 1]; i++) {
             int32_t q = s->pool.data[i];
@@ -233,16 +217,16 @@ static int subsets_build(Subsets *s, int32_t start, long long max_states) {
             s->closure.length = 0;
             for (; i < moves && (uint32_t)(s->moves[i] >> 32) == symbol; i++) {
                 int32_t r = (int32_t)(uint32_t)s->moves[i];
-                if ((!s->closure.length || s->closure.data[s->closure.length - 1] != r) && ivec_push(&s->closure, r))
+                if ((!s->closure.length || s->closure.data[s->closure.length - 1] != r) && ints_push(&s->closure, r))
                     return -1;
             }
             if (close_subset(s)) return -1;
             int32_t target = subset_intern(s, max_states);
             if (target < 0) return target;
-            if (ivec_push(&s->dfa_symbol, (int32_t)symbol) || ivec_push(&s->dfa_target, target)) return -1;
+            if (ints_push(&s->dfa_symbol, (int32_t)symbol) || ints_push(&s->dfa_target, target)) return -1;
         }
     }
-    return ivec_push(&s->dfa_start, (int32_t)s->dfa_symbol.length);
+    return ints_push(&s->dfa_start, (int32_t)s->dfa_symbol.length);
 }
 
 /* The minimal DFA of the subsets' DFA as Python values: (rows, finals), start 0; NULL with an exception set. */
@@ -253,7 +237,7 @@ static PyObject *minimal_quotient(Subsets *s) {
     int64_t *label = NULL;
     uint8_t *final = NULL, *final_kept = NULL, *final_block = NULL;
     Quotient quotient = {0};
-    IntVector queue = {0};
+    Ints queue = {0};
     PyObject *rows = NULL, *finals = NULL, *result = NULL;
     /* trimming: the states a final state is reached from, by the reversed arcs */
     keep = calloc((size_t)states + 1, 4), in_start = calloc((size_t)states + 2, 4), in_arc = malloc((size_t)arcs * 4 + 4);
@@ -272,14 +256,14 @@ static PyObject *minimal_quotient(Subsets *s) {
     for (int32_t k = 0; k < states; k++)
         if (final[k]) {
             keep[k] = 1;
-            if (ivec_push(&queue, k)) goto nomemory;
+            if (ints_push(&queue, k)) goto nomemory;
         }
     for (size_t h = 0; h < queue.length; h++) {
         int32_t r = queue.data[h];
         for (int32_t i = in_start[r]; i < in_start[r + 1]; i++)
             if (!keep[in_arc[i]]) {
                 keep[in_arc[i]] = 1;
-                if (ivec_push(&queue, in_arc[i])) goto nomemory;
+                if (ints_push(&queue, in_arc[i])) goto nomemory;
             }
     }
     if (!keep[0]) { /* the empty language: one state, no arc, not final */

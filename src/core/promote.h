@@ -1631,7 +1631,6 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     int32_t *origin = malloc((size_t)m * 4 + 4), *slot = NULL, *stamp = NULL, *seen = NULL;
     uint8_t *is_mid = calloc((size_t)m + 1, 1);
     long long max_value = 0;
-    size_t kept_arcs = 0;
     Ints new_start = {0}, new_from = {0}, new_target = {0}, new_finals = {0};
     int status = -1;
     if (!size || !cls || !next || !origin || !is_mid) goto done;
@@ -1641,7 +1640,7 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
         origin[k] = (int32_t)s, is_mid[k] = mid[s];
         for (int32_t a = at[s]; a < at[s + 1]; a++) {
             if (id[target[a]] < 0) continue;
-            size[k]++, kept_arcs++;
+            size[k]++;
             if (mid[s] && from[a] >= 0 && value[from[a]] > max_value) max_value = value[from[a]];
         }
     }
@@ -1729,7 +1728,6 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     memset(&new_target, 0, sizeof new_target), memset(&new_finals, 0, sizeof new_finals);
     *states = count, *kept = count, *product_start = new_product_start;
     status = 0;
-    (void)kept_arcs;
 done:
     free(size), free(cls), free(next), free(origin), free(is_mid), free(slot), free(stamp), free(seen);
     free(new_start.data), free(new_from.data), free(new_target.data), free(new_finals.data);
