@@ -1609,90 +1609,116 @@ done:
 }
 
 #define MERGE_MAX_SYMBOL (1 << 22) /* pretokenized.MERGE_MAX_SYMBOL */
-#define MERGE_ROUNDS 8             /* pretokenized.MERGE_ROUNDS */
+
+/* The bytes left in the character after each decoder state (0 between characters): a mid-character product
+ * state reaches a state between characters within that many bytes.  -1 where the decoder has a cycle. */
+static int decoder_heights(const int32_t *decoder, int32_t decoder_states, uint8_t *height) {
+    memset(height, 0, (size_t)decoder_states);
+    for (int round = 0; round <= decoder_states; round++) {
+        int changed = 0;
+        for (int32_t d = 1; d < decoder_states; d++) {
+            int h = 0;
+            for (int b = 0; b < 256; b++) {
+                int32_t v = decoder[(size_t)d * 256 + (size_t)b];
+                if (v != DECODER_NO_ARC && v > 0 && height[v] > h) h = height[v];
+            }
+            if (h + 1 > 250) return -1;
+            if (height[d] != h + 1) height[d] = (uint8_t)(h + 1), changed = 1;
+        }
+        if (!changed) return 0;
+    }
+    return -1;
+}
 
 /* Mid-character states with the same future merged, in place of the trimmed product.  A state inside a
- * character (decoder state d != 0) reads continuation bytes only and reaches a state between characters
- * within three bytes, so its future is its row, and states whose rows read the same symbols to the same (merged)
- * targets are equivalent: merged to the first of them, round after round until nothing merges (at most four
- * rounds; a row's arcs are compared as sets).  A JSON string's mid-character states, one per decoder state,
- * chunker state and string, mostly agree: over GPT-2 a schema's 71k states become 21k.  The states left keep
- * their order; states between characters are never merged (that would take the whole minimization, whose
- * log factor costs more than the walk it saves).  Its pure twin: pretokenized._merged_mid_character.
- * mid: one byte per product state (before the trim).  0, or -1 out of memory. */
+ * character (height > 0: bytes left in it) reads continuation bytes only and reaches a state between characters
+ * within `height` bytes, so its future is its row, and states whose rows read the same symbols to the same
+ * (merged) targets are equivalent: each is merged into the first of them.  Taken by height, lowest first, a
+ * state's targets are settled before it is, so one pass finds what rounds of the rule would (the pure twin
+ * goes round after round until nothing merges; a row's arcs are compared as sets).  A JSON string's
+ * mid-character states, one per decoder state, chunker state and string, mostly agree: over GPT-2 a schema's
+ * 71k states become 21k.  The states left keep their order; states between characters are never merged (that
+ * would take the whole minimization, whose log factor costs more than the walk it saves).  Its pure twin:
+ * pretokenized._merged_mid_character.  height: one byte per product state (before the trim).  0, or -1 out of
+ * memory. */
 static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, Ints *finals, int32_t **new_id,
-                           Py_ssize_t *states, int32_t *kept, int32_t *product_start, const uint8_t *mid,
+                           Py_ssize_t *states, int32_t *kept, int32_t *product_start, const uint8_t *height,
                            const long long *value) {
     /* read in place (a kept state's arcs are its product state's arcs into kept states): no copy of the
      * product's arcs, which are the call's peak (12 bytes an arc) */
     int32_t m = *kept, *id = *new_id;
     const int32_t *at = arc_start->data, *from = arc_from->data, *target = arc_target->data;
     int32_t *size = calloc((size_t)m + 1, 4), *cls = malloc((size_t)m * 4 + 4), *next = malloc((size_t)m * 4 + 4);
-    int32_t *origin = malloc((size_t)m * 4 + 4), *slot = NULL, *stamp = NULL, *seen = NULL;
-    uint8_t *is_mid = calloc((size_t)m + 1, 1);
+    int32_t *origin = malloc((size_t)m * 4 + 4), *order = malloc((size_t)m * 4 + 4), *stamp = NULL, *seen = NULL;
+    struct { int32_t state; uint32_t hash; } *slot = NULL;
+    uint8_t *level = calloc((size_t)m + 1, 1);
     long long max_value = 0;
+    size_t by_level[257] = {0};
     Ints new_start = {0}, new_from = {0}, new_target = {0}, new_finals = {0};
     int status = -1;
-    if (!size || !cls || !next || !origin || !is_mid) goto done;
+    if (!size || !cls || !next || !origin || !order || !level) goto done;
     for (Py_ssize_t s = 0; s < *states; s++) {
         int32_t k = id[s];
         if (k < 0) continue;
-        origin[k] = (int32_t)s, is_mid[k] = mid[s];
+        origin[k] = (int32_t)s, level[k] = height[s];
         for (int32_t a = at[s]; a < at[s + 1]; a++) {
             if (id[target[a]] < 0) continue;
             size[k]++;
-            if (mid[s] && from[a] >= 0 && value[from[a]] > max_value) max_value = value[from[a]];
+            if (height[s] && from[a] >= 0 && value[from[a]] > max_value) max_value = value[from[a]];
+            /* a target no lower than its state: the heights are not the rows' (then nothing is merged) */
+            if (height[s] && height[target[a]] >= height[s]) max_value = MERGE_MAX_SYMBOL + 1;
         }
     }
     if (max_value > MERGE_MAX_SYMBOL) { /* (symbols past any vocabulary: left as they are, as the pure twin does) */
         status = 0;
         goto done;
     }
+    /* the mid-character states by height, lowest first, each height in state order (a counting sort) */
+    for (int32_t k = 0; k < m; k++) by_level[level[k] + 1]++;
+    for (int h = 1; h < 257; h++) by_level[h] += by_level[h - 1];
+    for (int32_t k = 0; k < m; k++) order[by_level[level[k]]++] = k;
     size_t table = 16;
     while (table < 2 * (size_t)m + 2) table *= 2;
-    slot = malloc(table * 4), stamp = calloc((size_t)max_value + 2, 4), seen = malloc(((size_t)max_value + 2) * 4);
+    slot = malloc(table * sizeof *slot), stamp = calloc((size_t)max_value + 2, 4), seen = malloc(((size_t)max_value + 2) * 4);
     if (!slot || !stamp || !seen) goto done;
+    for (size_t j = 0; j < table; j++) slot[j].state = -1;
     for (int32_t k = 0; k < m; k++) cls[k] = k;
     int32_t epoch = 0;
-    for (int round = 0; round < MERGE_ROUNDS; round++) {
-        int changed = 0;
-        for (size_t j = 0; j < table; j++) slot[j] = -1;
-        for (int32_t k = 0; k < m; k++) {
-            next[k] = k;
-            if (!is_mid[k]) continue;
-            int32_t s = origin[k];
-            uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)size[k];
-            for (int32_t a = at[s]; a < at[s + 1]; a++) { /* a sum: the arcs' order does not count */
+    for (int32_t i = 0; i < m; i++) {
+        int32_t k = order[i];
+        if (!level[k]) continue;
+        int32_t s = origin[k];
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)size[k];
+        for (int32_t a = at[s]; a < at[s + 1]; a++) { /* a sum: the arcs' order does not count */
+            int32_t t = id[target[a]];
+            if (t < 0) continue;
+            uint64_t x = ((uint64_t)value[from[a]] << 32 | (uint32_t)cls[t]) * 0xBF58476D1CE4E5B9ull;
+            h += x ^ x >> 31;
+        }
+        uint32_t hash = (uint32_t)(h ^ h >> 32);
+        size_t j = (size_t)(h ^ h >> 29) & (table - 1);
+        for (; slot[j].state >= 0; j = (j + 1) & (table - 1)) {
+            int32_t o = slot[j].state, u = origin[o];
+            if (slot[j].hash != hash || size[o] != size[k]) continue;
+            if (++epoch == INT32_MAX) { /* (stamps wrap: clear them) */
+                memset(stamp, 0, ((size_t)max_value + 2) * 4);
+                epoch = 1;
+            }
+            for (int32_t a = at[u]; a < at[u + 1]; a++)
+                if (id[target[a]] >= 0) stamp[value[from[a]]] = epoch, seen[value[from[a]]] = cls[id[target[a]]];
+            int same = 1;
+            for (int32_t a = at[s]; same && a < at[s + 1]; a++) {
                 int32_t t = id[target[a]];
-                if (t < 0) continue;
-                uint64_t x = ((uint64_t)value[from[a]] << 32 | (uint32_t)cls[t]) * 0xBF58476D1CE4E5B9ull;
-                h += x ^ x >> 31;
+                if (t >= 0) same = stamp[value[from[a]]] == epoch && seen[value[from[a]]] == cls[t];
             }
-            size_t j = (size_t)(h ^ h >> 29) & (table - 1);
-            for (; slot[j] >= 0; j = (j + 1) & (table - 1)) {
-                int32_t o = slot[j], u = origin[o];
-                if (size[o] != size[k]) continue;
-                if (++epoch == INT32_MAX) { /* (stamps wrap: clear them) */
-                    memset(stamp, 0, ((size_t)max_value + 2) * 4);
-                    epoch = 1;
-                }
-                for (int32_t a = at[u]; a < at[u + 1]; a++)
-                    if (id[target[a]] >= 0) stamp[value[from[a]]] = epoch, seen[value[from[a]]] = cls[id[target[a]]];
-                int same = 1;
-                for (int32_t a = at[s]; same && a < at[s + 1]; a++) {
-                    int32_t t = id[target[a]];
-                    if (t >= 0) same = stamp[value[from[a]]] == epoch && seen[value[from[a]]] == cls[t];
-                }
-                if (same) break;
-            }
-            if (slot[j] >= 0) next[k] = slot[j];
-            else slot[j] = k;
+            if (same) break;
         }
-        for (int32_t k = 0; k < m; k++) {
-            if (next[k] != cls[k]) changed = 1;
-            cls[k] = next[k];
+        if (slot[j].state >= 0) {
+            cls[k] = slot[j].state;
+        } else {
+            slot[j].state = k;
+            slot[j].hash = hash;
         }
-        if (!changed) break;
     }
     /* the states left, in order, and the arcs of each */
     int32_t count = 0;
@@ -1729,7 +1755,7 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     *states = count, *kept = count, *product_start = new_product_start;
     status = 0;
 done:
-    free(size), free(cls), free(next), free(origin), free(is_mid), free(slot), free(stamp), free(seen);
+    free(size), free(cls), free(next), free(origin), free(order), free(level), free(slot), free(stamp), free(seen);
     free(new_start.data), free(new_from.data), free(new_target.data), free(new_finals.data);
     return status;
 }
@@ -1766,7 +1792,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     Rows rows = {0};
     Product x = {0};
     Ints arc_start = {0}, arc_from = {0}, arc_target = {0}, finals = {0}, order = {0}, reverse = {0}, reverse_start = {0};
-    uint8_t *acc = NULL, *coacc = NULL, *mid = NULL;
+    uint8_t *acc = NULL, *coacc = NULL, *mid = NULL, *decoder_height = NULL;
     int32_t *new_id = NULL;
     PyObject **target_object = NULL;
     int32_t *own_decoder = NULL, *own_chunks = NULL;
@@ -1951,10 +1977,14 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     /* what only the numbering and the trim read goes before the rows are made (the reversed arcs alone
      * are 4 bytes an arc: 65 MB beside the rows of a JSON Schema's 16M-arc chunked pattern) */
     free(reverse.data), free(reverse_start.data), free(order.data), free(acc);
-    if (!status && (mid = malloc((size_t)states + 1))) /* (the fresh start, past x's states, is between characters) */
-        for (Py_ssize_t k = 0; k < states; k++) mid[k] = (size_t)k < x.d.length && x.d.data[k] != 0;
-    else if (!status)
+    /* each state's height: the bytes left in its character (the fresh start, past x's states, is between
+     * characters); with no height (a decoder with a cycle, which UTF-8's has not) nothing is merged */
+    if (!status && (mid = calloc((size_t)states + 1, 1)) && (decoder_height = malloc((size_t)decoder_states + 1))) {
+        if (decoder_heights(decoder, decoder_states, decoder_height) == 0)
+            for (Py_ssize_t k = 0; k < states; k++) mid[k] = (size_t)k < x.d.length ? decoder_height[x.d.data[k]] : 0;
+    } else if (!status) {
         status = NUMBER_NO_MEMORY;
+    }
     free(x.table.keys), free(x.table.values), free(x.p.data), free(x.c.data), free(x.d.data);
     memset(&reverse, 0, sizeof reverse), memset(&reverse_start, 0, sizeof reverse_start), memset(&order, 0, sizeof order);
     memset(&x, 0, sizeof x);
@@ -2085,7 +2115,7 @@ done:
     free(own_finals);
     free(own_chunk_finals);
     free(acc);
-    free(coacc), free(mid);
+    free(coacc), free(mid), free(decoder_height);
     free(new_id);
     free(x.table.keys);
     free(x.table.values);
