@@ -220,6 +220,33 @@ def test_walks_from_some_states_match_the_pure_walks(spellings, transitions, dat
                                       if sources[q]}
 
 
+def test_walks_of_a_pattern_too_large_for_a_dense_lookup_match_the_pure_walks() -> None:
+    """Past 2**24 rows x symbols the compiled walks look a state's arcs up in a table only for its wide rows
+    (24 arcs or more; a JSON string's states between characters) and binary search the others: 60,000
+    states over 300 symbols, one in fifty wide, rows in random insertion order, on both walks and both
+    engines, whole and from some states."""
+    import random
+
+    rng = random.Random(23)
+    symbols = list(range(300))
+    spellings = {t: (t,) for t in symbols}
+    spellings.update({300 + k: (rng.choice(symbols), rng.choice(symbols), rng.choice(symbols)) for k in range(900)})
+    trie = trie_of(spellings)
+    n = 60_000
+    transitions = []
+    for q in range(n):
+        keys = rng.sample(symbols, 40 if q % 50 == 0 else rng.randint(1, 4))
+        transitions.append({k: rng.randrange(n) for k in keys})
+    walker = trie.native_walker()
+    assert walker is not None and n * len(symbols) > 1 << 24
+    everything = agnostic._groups_by_walks(transitions, trie)
+    assert agnostic._walk_natively(walker, transitions, None, True) == everything
+    wide = bytes(len(row) >= 24 for row in transitions)
+    assert agnostic._walk_natively(walker, transitions, None, True, None, True, wide) == \
+        agnostic._groups_by_transforms(transitions, trie, None, None, wide)
+    assert ordered(agnostic._walk_natively(walker, transitions, None, False)) == ordered(pure_rows(transitions, trie))
+
+
 def test_a_large_pattern_walks_its_wide_states_carrying_transforms(small_tokenizer, monkeypatch) -> None:
     """walk_groups over a chunked pattern past the transform walk's size with wide rows (a JSON string's
     states between characters): its wide states' groups from one walk carrying transforms, then the others'

@@ -80,6 +80,7 @@ static PyObject *release_freed(PyObject *module, PyObject *unused) {
 }
 
 #define DENSE_LOOKUP_MAX ((size_t)1 << 24) /* pattern rows as a states x symbols table up to this many entries */
+#define WIDE_LOOKUP_MAX ((size_t)1 << 24)  /* beyond: the wide rows alone as such a table, up to this many */
 
 /* A growable array of int32. */
 typedef struct {
@@ -528,7 +529,42 @@ typedef struct {
     int32_t *dense;    /* packed rows x symbols: target + 1, 0 for none; or NULL */
     int32_t *sorted;   /* per state, its arcs sorted by symbol (when there is no dense table) */
     int rows_by_symbol;
+    int32_t *wide_of;  /* without a dense table: per packed row, its place in `wide`, or -1 */
+    int32_t *wide;     /* the rows of LOOKUP_WIDE_ROW arcs or more as a table: target + 1, 0 for none */
 } Lookup;
+
+/* Without a dense table, rows of this many arcs or more get one (up to WIDE_LOOKUP_MAX entries in all): a
+ * string's states between two characters read 200 bytes, and the trie walk looks them up below every node;
+ * the rest are binary searched. */
+#define LOOKUP_WIDE_ROW 24
+
+static void lookup_free(Lookup *l) {
+    free(l->dense), free(l->sorted), free(l->wide_of), free(l->wide);
+    l->dense = l->sorted = l->wide_of = l->wide = NULL;
+}
+
+/* The wide rows' table, where it fits; 0, or -1 out of memory. */
+static int lookup_wide_rows(Lookup *l) {
+    const Rows *rows = l->rows;
+    size_t count = 0;
+    if (l->symbols <= 0) return 0;
+    for (Py_ssize_t r = 0; r < rows->packed; r++) count += rows->start[r + 1] - rows->start[r] >= LOOKUP_WIDE_ROW;
+    if (!count || count > WIDE_LOOKUP_MAX / (size_t)l->symbols) return 0;
+    l->wide_of = malloc((size_t)rows->packed * sizeof(int32_t) + 4);
+    l->wide = calloc(count * (size_t)l->symbols, sizeof(int32_t));
+    if (!l->wide_of || !l->wide) return -1;
+    int32_t next = 0;
+    for (Py_ssize_t r = 0; r < rows->packed; r++) {
+        if (rows->start[r + 1] - rows->start[r] < LOOKUP_WIDE_ROW) {
+            l->wide_of[r] = -1;
+            continue;
+        }
+        int32_t *cells = l->wide + (size_t)next * (size_t)l->symbols;
+        for (size_t e = rows->start[r]; e < rows->start[r + 1]; e++) cells[rows->symbol[e]] = rows->target[e] + 1;
+        l->wide_of[r] = next++;
+    }
+    return 0;
+}
 
 static const int32_t *lookup_sorted_symbol;
 
@@ -546,7 +582,7 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols, int rows_by
     if (symbols == 0 || (rows->packed && cells / (size_t)rows->packed != (size_t)symbols)) cells = SIZE_MAX;
     if (cells > DENSE_LOOKUP_MAX && rows_by_symbol) {
         l->rows_by_symbol = 1;
-        return 0;
+        return lookup_wide_rows(l);
     }
     if (cells <= DENSE_LOOKUP_MAX) {
         /* target + 1, 0 where there is no arc: calloc's zeroed pages instead of a pass filling up to 64 MB */
@@ -565,13 +601,14 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols, int rows_by
         size_t from = rows->start[r], count = rows->start[r + 1] - from;
         if (count > 1) qsort(l->sorted + from, count, sizeof(int32_t), arc_by_symbol);
     }
-    return 0;
+    return lookup_wide_rows(l);
 }
 
 static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     const Rows *rows = l->rows;
     int32_t r = rows->row_of[q];
     if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol] - 1;
+    if (l->wide_of && l->wide_of[r] >= 0) return l->wide[(size_t)l->wide_of[r] * (size_t)l->symbols + (size_t)symbol] - 1;
     size_t lo = rows->start[r], hi = rows->start[r + 1];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2, e = l->rows_by_symbol ? mid : (size_t)l->sorted[mid];
@@ -1014,7 +1051,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
         goto done;
     }
     /* what the objects are made from is all the walk needs now: the lookup and the stack go first */
-    free(lookup.dense), free(lookup.sorted), free(stack.data), free(memo.slots);
+    lookup_free(&lookup), free(stack.data), free(memo.slots);
     memset(&lookup, 0, sizeof lookup), memset(&stack, 0, sizeof stack), memset(&memo, 0, sizeof memo);
     for (Py_ssize_t q = 0; q < n; q++)
         if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
@@ -1039,7 +1076,7 @@ done:
         for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(target_object[q]);
     free(target_object);
     free(group_of), free(state_of_row), free(pair_from), free(pair_to), free(arcs_of);
-    free(lookup.dense), free(lookup.sorted);
+    lookup_free(&lookup);
     free(memo.slots);
     size_t freed = (found.capacity + filed.capacity + table.tokens.capacity) * sizeof(int32_t);
     free(found.data), free(stack.data), free(scratch.data), free(sorted.data), free(filed.data);
@@ -1304,7 +1341,7 @@ done:
         for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(state_object[q]);
     free(state_object);
     transforms_free(&t);
-    free(lookup.dense), free(lookup.sorted);
+    lookup_free(&lookup);
     free(found.data), free(order.data);
     free(source), free(target), free(count), free(start), free(tokens), free(transform_of), free(tid_of);
     rows_free(&rows);
@@ -1602,7 +1639,7 @@ static int product_lattice_over(const TrieWalker *w, const Rows *pattern, const 
     }
 done:
     free(counted), free(walker_symbol), free(found.data), free(stack.data);
-    free(lookup.dense), free(lookup.sorted);
+    lookup_free(&lookup);
     free(rows.row_of), free(rows.start), free(rows.size), free(rows.symbol), free(rows.target);
     product_rows_free(&same);
     return over;
