@@ -274,7 +274,13 @@ typedef struct {
     Py_ssize_t symbol_range;
     int32_t max_token;
     PyObject **token_object;                 /* token -> its int, made on first use */
+    int32_t *wide_node_of, *wide_node_edge;  /* nodes of WIDE_NODE edges or more: their edges by symbol (edge + 1) */
 } TrieWalker;
+
+/* A trie node with this many edges or more has them as a table by symbol (up to WIDE_NODE_CELLS entries in all):
+ * the root, read from every mid-character state with its continuation bytes, reads all 256 bytes. */
+#define WIDE_NODE 32
+#define WIDE_NODE_CELLS ((size_t)1 << 22)
 
 static void TrieWalker_clear(TrieWalker *w) {
     free(w->node_start);
@@ -286,6 +292,9 @@ static void TrieWalker_clear(TrieWalker *w) {
     free(w->end_start);
     free(w->end_token);
     free(w->symbol_index);
+    free(w->wide_node_of);
+    free(w->wide_node_edge);
+    w->wide_node_of = w->wide_node_edge = NULL;
     if (w->token_object) {
         for (int32_t t = 0; t <= w->max_token; t++) Py_XDECREF(w->token_object[t]);
         free(w->token_object);
@@ -378,6 +387,25 @@ static int walker_lay_out(TrieWalker *w) {
     }
     free(order), free(new_id), free(stack);
     return ok ? 0 : -1;
+}
+
+/* The tables of the nodes with WIDE_NODE edges or more, where they fit; 0, or -1 out of memory. */
+static int walker_wide_nodes(TrieWalker *w) {
+    size_t count = 0;
+    for (int32_t node = 0; node < w->nodes; node++) count += w->node_start[node + 1] - w->node_start[node] >= WIDE_NODE;
+    if (!count || w->symbols <= 0 || count > WIDE_NODE_CELLS / (size_t)w->symbols) return 0;
+    w->wide_node_of = malloc((size_t)w->nodes * sizeof(int32_t) + 4);
+    w->wide_node_edge = calloc(count * (size_t)w->symbols, sizeof(int32_t));
+    if (!w->wide_node_of || !w->wide_node_edge) return -1;
+    int32_t next = 0;
+    for (int32_t node = 0; node < w->nodes; node++) {
+        w->wide_node_of[node] = -1;
+        if (w->node_start[node + 1] - w->node_start[node] < WIDE_NODE) continue;
+        int32_t *cells = w->wide_node_edge + (size_t)next * (size_t)w->symbols;
+        for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++) cells[w->edge_symbol[e]] = e + 1;
+        w->wide_node_of[node] = next++;
+    }
+    return 0;
 }
 
 static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
@@ -495,6 +523,11 @@ static int TrieWalker_init(TrieWalker *w, PyObject *args, PyObject *kwargs) {
         int32_t from = w->node_start[node], count = w->node_start[node + 1] - from;
         if (count > 1) qsort(w->sorted + from, (size_t)count, sizeof(int32_t), by_symbol);
     }
+    if (walker_wide_nodes(w)) {
+        TrieWalker_clear(w);
+        PyErr_NoMemory();
+        goto done;
+    }
     ok = 0;
 done:
     free(seen);
@@ -509,8 +542,10 @@ done:
     return ok;
 }
 
-/* The edge of `node` reading symbol index `symbol`, or -1 (binary search over its sorted edges). */
+/* The edge of `node` reading symbol index `symbol`, or -1 (its table, or a binary search over its sorted edges). */
 static int32_t walker_edge(const TrieWalker *w, int32_t node, int32_t symbol) {
+    if (w->wide_node_of && w->wide_node_of[node] >= 0)
+        return w->wide_node_edge[(size_t)w->wide_node_of[node] * (size_t)w->symbols + (size_t)symbol] - 1;
     int32_t lo = w->node_start[node], hi = w->node_start[node + 1];
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2, e = w->sorted[mid], s = w->edge_symbol[e];
