@@ -11,6 +11,7 @@ import base64
 import gzip
 import lzma
 import os
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
@@ -154,3 +155,16 @@ def oracle_ids(kind: str, text: str) -> list[int]:
 
 
 ALL_REAL_TOKENIZERS = ("cl100k_base", "o200k_base", "gpt2", *(f"wikitext{n}" for n in WIKITEXT_SIZES))
+
+
+def drop_unassigned(text: str) -> str:
+    """Remove code points unassigned in Unicode 14 (Python 3.11's unicodedata).
+
+    The regex engines disagree about characters assigned later: tiktoken and HF
+    use Rust regex tables of their Unicode version (tiktoken's: 16.0), the
+    ``regex`` module a newer one (17.0 and later since its November 2025
+    releases), so e.g. U+323B0 (CJK Extension J, Unicode 17) or U+3D000 are
+    ``\p{L}`` for one and unassigned for the other.  Such characters are a
+    known divergence, recorded in the README.
+    """
+    return "".join(c for c in text if unicodedata.category(c) != "Cn")

@@ -7,13 +7,11 @@ tokens, contractions, digits).
 
 from __future__ import annotations
 
-import unicodedata
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_REAL_TOKENIZERS, bpefst_encoder, corpus_prefix, oracle_ids, require_shared
+from conftest import ALL_REAL_TOKENIZERS, bpefst_encoder, corpus_prefix, drop_unassigned, oracle_ids, require_shared
 
 
 def _mismatch_report(kind: str, text: str, expected: list[int], got: list[int]) -> str:
@@ -57,17 +55,6 @@ PIECES = st.one_of(
     st.from_regex(r"[A-Za-z]{1,10}", fullmatch=True),
     st.from_regex(r"[0-9]{1,8}", fullmatch=True),
 )
-
-
-def drop_unassigned(text: str) -> str:
-    """Remove code points unassigned in Unicode 14 (Python 3.11's unicodedata).
-
-    The regex engines disagree about characters assigned later: tiktoken and HF
-    use Rust regex tables of their Unicode version, the ``regex`` module a newer
-    one, so e.g. U+323B0 (CJK Extension H, Unicode 15) is ``\\w`` for one and not
-    the other.  Such characters are a known divergence, recorded in the README.
-    """
-    return "".join(c for c in text if unicodedata.category(c) != "Cn")
 
 
 TEXTS = st.lists(PIECES, max_size=10).map("".join).map(drop_unassigned)

@@ -479,6 +479,35 @@ def real_patterns(model):
     return {"e-mail": compile_regex(EMAIL, alphabet), "json schema": schema_to_dfa(SCHEMA, alphabet)}
 
 
+def test_the_compiled_chunked_pattern_reads_as_its_list_of_dicts(small_tokenizer) -> None:
+    """chunk_product's rows (``bpefst._core.PackedRows``, dicts made when asked for) are the pure twin's list of
+    dicts: len, rows[q] (the same dict each time, negative indexes too, out of range an IndexError), iteration,
+    == and != both ways, pickled as that list; cuts(), sizes() and has_boundary() say what the dicts do."""
+    import pickle
+
+    model = small_tokenizer.model
+    for name, pattern in real_patterns(model).items():
+        found = native_chunked(trim(pattern), model, chunker_for("gpt2")).transitions
+        rows = pure_chunked(trim(pattern), model, chunker_for("gpt2")).transitions
+        assert type(found).__name__ == "PackedRows" and len(found) == len(rows), name
+        assert found[3] is found[3] and found[-1] == rows[-1] and found[len(rows) - 1] is found[-1]
+        with pytest.raises(IndexError):
+            found[len(rows)]
+        with pytest.raises(IndexError):
+            found[-len(rows) - 1]
+        assert found == rows and rows == found and not found != rows and [list(row.items()) for row in found] == \
+            [list(row.items()) for row in rows]
+        changed = [dict(row) for row in rows]
+        changed[-1][10**9] = 0
+        assert found != changed and changed != found
+        assert pickle.loads(pickle.dumps(found)) == rows and type(pickle.loads(pickle.dumps(found))) is list
+        assert found.cuts() == [row.get(BOUNDARY) for row in rows]
+        assert found.sizes() == [len(row) for row in rows]
+        assert found.has_boundary() == any(BOUNDARY in row for row in rows) is True
+    without = native_chunked(trim(compile_regex("ab", alphabet_for(model))), model, chunker_for("gpt2")).transitions
+    assert not without.has_boundary() and without.cuts() == [None] * len(without)
+
+
 def test_the_chunked_pattern_gives_equal_rows_one_dict(small_tokenizer) -> None:
     """What the walk packs once: states whose rows are equal (in order) hold the same dict, and only they do."""
     model = small_tokenizer.model

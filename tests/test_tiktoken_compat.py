@@ -26,7 +26,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import corpus_prefix, require_shared, tiktoken_oracle
+from conftest import corpus_prefix, drop_unassigned, require_shared, tiktoken_oracle
 
 real_tiktoken = pytest.importorskip("tiktoken")
 real_model_table = pytest.importorskip("tiktoken.model")
@@ -152,7 +152,9 @@ def test_corpora_ids_text_bytes_and_offsets(pair):
 PIECES = ["\ud83d", "\udc4d", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d\udc4d", "\ufffd", " ", "\n", "\r\n", "  ",
           "'s", "123", "héllo", "日本語", "!!", *SPECIALS, "<|", "|>"]
 surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
-texts = st.lists(st.one_of(st.sampled_from(PIECES), surrogates, st.text(max_size=6)), max_size=12).map("".join)
+# characters assigned after Unicode 14 are left out: the regex module's Unicode is newer than tiktoken's (drop_unassigned)
+texts = st.lists(st.one_of(st.sampled_from(PIECES), surrogates, st.text(max_size=6).map(drop_unassigned)),
+                 max_size=12).map("".join)
 # bytes: valid UTF-8 around invalid sequences (lone continuation bytes, cut characters, 0xff)
 byte_inputs = st.lists(st.one_of(
     texts.map(lambda t: t.encode("utf-8", "replace")),

@@ -552,7 +552,7 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
         if walker is not None:
             return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True)
         return _groups_by_transforms(transitions, trie, max_arcs, keep)
-    wide = bytes(len(row) >= _WIDE_ROW for row in transitions)
+    wide = bytes(size >= _WIDE_ROW for size in _row_sizes(transitions))
     if not any(wide):
         return _walk_one_by_one(transitions, trie, walker, max_arcs, keep)
     if walker is not None:
@@ -568,6 +568,13 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     except ArcLimitExceeded:
         raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False) from None
     return groups + rest
+
+
+def _row_sizes(transitions) -> list[int]:
+    """``len(row)`` per state; a compiled chunked pattern's rows (``bpefst._core.PackedRows``) say it without
+    making their dicts."""
+    sizes = getattr(transitions, "sizes", None)
+    return sizes() if sizes is not None else list(map(len, transitions))
 
 
 # Rows reading at least this many symbols are walked carrying transforms in a large pattern (walk_groups): a

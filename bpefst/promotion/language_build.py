@@ -78,7 +78,7 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
     ``max_lattice_arcs`` (the token lattice's limit) refuses a chunked pattern
     with more arcs than that, or, with ``lattice_per_arc`` above 1, whose arcs times that pass it
     (:class:`Limits`), both before its rows are made (:func:`.pretokenized.chunked_pattern`: a refused
-    cut of a large schema costs no Python rows, which take about 70 bytes an arc); with the exact limits
+    cut of a large schema costs no rows); with the exact limits
     and the tokenizer's ``trie``, a chunked pattern whose lattice is likely past the limit has it
     counted before its rows are made too.
     """
@@ -95,13 +95,20 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
             raise
         what = f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more than {arcs_limit:,}),"
         raise ArcLimitExceeded(what, max_lattice_arcs, written_out=False) from None
-    if not any(BOUNDARY in row for row in chunked.transitions):
+    if not _has_cuts(chunked.transitions):
         return minimize(chunked), False
     if mode == "canonical-direct":
         raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
                           f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match "
                           f"canonicity (mode=, pretokenize=False in Python)")
     return chunked, True
+
+
+def _has_cuts(rows) -> bool:
+    """Whether some state has a BOUNDARY arc; a compiled chunked pattern's rows (``bpefst._core.PackedRows``)
+    say it without making their dicts."""
+    has_boundary = getattr(rows, "has_boundary", None)
+    return has_boundary() if has_boundary is not None else any(BOUNDARY in row for row in rows)
 
 
 def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts, limits: Limits):

@@ -58,6 +58,13 @@ CHUNK_START = -1
 _WITNESSES = 8  # followers of good[r] tried first for each token (a compatible one is nearly always among them)
 
 
+def _cuts(rows, boundary: int) -> list[int | None]:
+    """Per state, the target of its ``boundary`` arc or None; a compiled chunked pattern's rows
+    (``bpefst._core.PackedRows``) say it without making their dicts."""
+    cuts = getattr(rows, "cuts", None)
+    return cuts() if cuts is not None else list(map(dict.get, rows, repeat(boundary)))
+
+
 class OnDemandCanonical:
     """The pre-tokenization-aware canonical automaton, expanded state by state (see the module docstring).
 
@@ -70,7 +77,7 @@ class OnDemandCanonical:
         self.automaton = automaton
         self.max_states = max_states
         self.finals_q = chunked.finals
-        self.cut = list(map(dict.get, chunked.transitions, repeat(boundary)))  # (200k rows for a bounded string)
+        self.cut = _cuts(chunked.transitions, boundary)  # (200k rows for a bounded string)
         # tokens A_BPE never produces are no arcs at all
         groups = walk_groups(chunked, trie, max_lattice_arcs, keep=automaton.reachable_flags)
         if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens

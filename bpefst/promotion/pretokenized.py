@@ -205,7 +205,12 @@ CHUNKED = "the chunked pattern"
 
 def _chunked_natively(pattern: DFA, values: dict[int, int], decoder: list[dict[int, int]] | None, chunker: Chunker,
                       max_states: int | None, max_arcs: int | None = None, walker=None) -> DFA | None:
-    """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols."""
+    """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols.
+
+    Its rows are a ``bpefst._core.PackedRows``: arrays the compiled walks read as they are, seen from Python
+    as the list of dicts, each dict made when first asked for (a decoder asks for a few hundred of a JSON
+    Schema's 20,000-150,000 states; making them all, then packing them back for each walk, was a fifth of
+    the set-up)."""
     symbol_map = native.symbol_table(values)
     if symbol_map is None:
         return None

@@ -175,8 +175,41 @@ static Py_ssize_t first_of_dict(PyObject **slot_dict, Py_ssize_t *slot_index, si
     }
 }
 
+/* rows_pack of a PackedRows: its arrays read as they are (no dict is made), one packed row per row. */
+static int rows_pack_packed(const PackedRows *p, const int32_t *map, Py_ssize_t map_length, Rows *rows) {
+    size_t total = p->start[p->rows];
+    rows->states = p->states;
+    rows->packed = p->rows;
+    rows->row_of = malloc(((size_t)p->states + 1) * sizeof(int32_t));
+    rows->start = malloc(((size_t)p->rows + 1) * sizeof(size_t));
+    rows->size = malloc(((size_t)p->rows + 1) * sizeof(Py_ssize_t));
+    rows->symbol = malloc((total + 1) * sizeof(int32_t));
+    rows->target = malloc((total + 1) * sizeof(int32_t));
+    if (!rows->row_of || !rows->start || !rows->size || !rows->symbol || !rows->target) {
+        rows_free(rows);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(rows->row_of, p->row_of, (size_t)p->states * sizeof(int32_t));
+    size_t e = 0;
+    for (Py_ssize_t r = 0; r < p->rows; r++) {
+        rows->start[r] = e;
+        rows->size[r] = (Py_ssize_t)(p->start[r + 1] - p->start[r]);
+        for (size_t a = p->start[r]; a < p->start[r + 1]; a++) {
+            long long symbol = p->key[a];
+            if (symbol < 0 || symbol >= map_length || map[symbol] < 0) continue;
+            rows->symbol[e] = map[symbol];
+            rows->target[e++] = p->target[a];
+        }
+    }
+    rows->start[p->rows] = e;
+    rows->arcs = e;
+    return 0;
+}
+
 static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, Rows *rows, int keys) {
     memset(rows, 0, sizeof *rows);
+    if (PyObject_TypeCheck(list, &PackedRowsType) && !keys) return rows_pack_packed((PackedRows *)list, map, map_length, rows);
     if (!PyList_Check(list)) {
         PyErr_SetString(PyExc_TypeError, "the transitions must be a list of dicts");
         return -1;
@@ -629,14 +662,25 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols, int rows_by
         return 0;
     }
     l->sorted = malloc((rows->arcs + 1) * sizeof(int32_t));
-    if (!l->sorted) return -1;
+    if (!l->sorted || lookup_wide_rows(l)) return -1;
     for (size_t e = 0; e < rows->arcs; e++) l->sorted[e] = (int32_t)e;
     lookup_sorted_symbol = rows->symbol;
     for (Py_ssize_t r = 0; r < rows->packed; r++) {
+        if (l->wide_of && l->wide_of[r] >= 0) continue; /* looked up in its table, never searched */
         size_t from = rows->start[r], count = rows->start[r + 1] - from;
-        if (count > 1) qsort(l->sorted + from, count, sizeof(int32_t), arc_by_symbol);
+        int32_t *arc = l->sorted + from;
+        if (count > 64) {
+            qsort(arc, count, sizeof(int32_t), arc_by_symbol);
+            continue;
+        }
+        for (size_t i = 1; i < count; i++) { /* short rows (a mid-character state reads at most 64 bytes) */
+            int32_t e = arc[i], symbol = rows->symbol[e];
+            size_t j = i;
+            for (; j > 0 && rows->symbol[arc[j - 1]] > symbol; j--) arc[j] = arc[j - 1];
+            arc[j] = e;
+        }
     }
-    return lookup_wide_rows(l);
+    return 0;
 }
 
 static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
@@ -1866,7 +1910,6 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     Ints arc_start = {0}, arc_from = {0}, arc_target = {0}, finals = {0}, order = {0}, reverse = {0}, reverse_start = {0};
     uint8_t *acc = NULL, *coacc = NULL, *mid = NULL, *decoder_height = NULL;
     int32_t *new_id = NULL;
-    PyObject **target_object = NULL;
     int32_t *own_decoder = NULL, *own_chunks = NULL;
     uint8_t *own_finals = NULL, *own_chunk_finals = NULL;
     int32_t kept = 0;
@@ -2008,22 +2051,14 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             status = NUMBER_NO_MEMORY;
     }
     if (!status) {
-        acc[product_start] = 1;
-        order.data[order.length++] = product_start;
-        for (size_t k = 0; k < order.length; k++) {
-            int32_t s = order.data[k];
-            for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) {
-                int32_t t = arc_target.data[a];
-                if (!acc[t]) {
-                    acc[t] = 1;
-                    order.data[order.length++] = t;
-                }
-            }
-        }
         /* reversed arcs, counted then placed */
         int32_t *rs = reverse_start.data;
         memset(rs, 0, ((size_t)states + 2) * sizeof(int32_t));
         for (size_t a = 0; a < arc_target.length; a++) rs[arc_target.data[a] + 2]++;
+        /* accessible: every state was numbered from state 0, breadth first, and the fresh start reads state
+         * 0's row, so all are, but state 0 itself when the fresh start stands for it and no arc comes back */
+        memset(acc, 1, (size_t)states);
+        if (product_start != 0 && rs[2] == 0) acc[0] = 0;
         for (Py_ssize_t s = 0; s < states; s++) rs[s + 2] += rs[s + 1];
         for (Py_ssize_t s = 0; s < states; s++)
             for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) reverse.data[rs[arc_target.data[a] + 1]++] = (int32_t)s;
@@ -2115,73 +2150,70 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             }
         }
     }
-    target_object = calloc((size_t)kept + 1, sizeof(PyObject *));
-    PyObject *out_rows = target_object ? PyList_New(kept) : NULL, *out_finals = NULL;
-    if (!out_rows) {
-        if (!target_object) PyErr_NoMemory();
-        goto done;
-    }
-    for (int32_t k = 0; k < kept; k++)
-        if (!(target_object[k] = PyLong_FromLong(k))) goto fail;
-    ProductRows shared = {.arc_start = arc_start.data, .arc_from = arc_from.data, .arc_target = arc_target.data,
-                          .new_id = new_id};
-    if (product_rows_init(&shared, &rows, kept)) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    /* ints and dicts of ints only (untracked, yet each dict counts towards the next collection): no cycle
-     * to collect while the rows are made, and the collections tens of thousands of dicts would trigger scan
-     * the whole heap now and then (a tenth of the call for a maxLength: 20 string) */
-    int collecting = PyGC_Disable();
-    for (Py_ssize_t s = 0; s < states; s++) {
-        if (new_id[s] < 0) continue;
-        /* States with equal rows (a third are distinct in JSON Schemas' chunked patterns) get one dict: the
-         * rows are read, never written, and the walk packs a dict it has seen once */
-        int32_t same = product_rows_find(&shared, (int32_t)s);
-        if (same >= 0) {
-            PyObject *row = PyList_GET_ITEM(out_rows, new_id[same]);
-            Py_INCREF(row);
-            PyList_SET_ITEM(out_rows, new_id[s], row);
-            continue;
+    PyObject *out_finals = NULL;
+    PackedRows *out_rows = NULL;
+    {
+        ProductRows shared = {.arc_start = arc_start.data, .arc_from = arc_from.data, .arc_target = arc_target.data,
+                              .new_id = new_id};
+        if (product_rows_init(&shared, &rows, kept)) {
+            PyErr_NoMemory();
+            goto done;
         }
-        Py_ssize_t size = 0; /* the dict made at its final size: no resize on the way (a string state has 200 arcs) */
-        for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) size += new_id[arc_target.data[a]] >= 0;
-        PyObject *row = _PyDict_NewPresized(size);
-        if (!row) {
-            if (collecting) PyGC_Enable();
+        /* States with equal rows (a third are distinct in JSON Schemas' chunked patterns) share one row:
+         * counted first, then written */
+        int32_t *row_of_kept = malloc(((size_t)kept + 1) * sizeof(int32_t));
+        Py_ssize_t distinct = 0;
+        size_t arcs = 0;
+        for (Py_ssize_t s = 0; row_of_kept && s < states; s++) {
+            if (new_id[s] < 0) continue;
+            int32_t same = product_rows_find(&shared, (int32_t)s);
+            if (same >= 0) {
+                row_of_kept[new_id[s]] = row_of_kept[new_id[same]];
+                continue;
+            }
+            row_of_kept[new_id[s]] = (int32_t)distinct++;
+            for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) arcs += new_id[arc_target.data[a]] >= 0;
+        }
+        out_rows = row_of_kept ? packed_rows_new(kept, distinct, arcs, boundary) : NULL;
+        if (!out_rows) {
+            if (!row_of_kept) PyErr_NoMemory();
+            free(row_of_kept);
             product_rows_free(&shared);
-            goto fail;
+            goto done;
         }
-        PyList_SET_ITEM(out_rows, new_id[s], row);
-        for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) {
-            int32_t t = new_id[arc_target.data[a]];
-            if (t < 0) continue;
-            PyObject *key = arc_from.data[a] < 0 ? boundary : rows.key[arc_from.data[a]];
-            if (PyDict_SetItem(row, key, target_object[t])) {
-                if (collecting) PyGC_Enable();
-                product_rows_free(&shared);
-                goto fail;
+        memcpy(out_rows->row_of, row_of_kept, (size_t)kept * sizeof(int32_t));
+        free(row_of_kept);
+        size_t e = 0;
+        Py_ssize_t next = 0;
+        for (Py_ssize_t s = 0; s < states; s++) {
+            if (new_id[s] < 0 || out_rows->row_of[new_id[s]] != next) continue; /* a row written already */
+            out_rows->start[next++] = e;
+            for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) {
+                int32_t t = new_id[arc_target.data[a]];
+                if (t < 0) continue;
+                out_rows->key[e] = arc_from.data[a] < 0 ? PACKED_BOUNDARY : shared.value[arc_from.data[a]];
+                out_rows->target[e++] = t;
             }
         }
+        out_rows->start[distinct] = e;
+        product_rows_free(&shared);
     }
-    if (collecting) PyGC_Enable();
-    product_rows_free(&shared);
     out_finals = PyList_New(0);
     if (!out_finals) goto fail;
     for (size_t k = 0; k < finals.length; k++) {
         int32_t t = new_id[finals.data[k]];
-        if (t >= 0 && PyList_Append(out_finals, target_object[t])) goto fail;
+        if (t < 0) continue;
+        PyObject *final = PyLong_FromLong(t);
+        int failed = !final || PyList_Append(out_finals, final);
+        Py_XDECREF(final);
+        if (failed) goto fail;
     }
-    result = Py_BuildValue("(NiN)", out_rows, new_id[product_start], out_finals);
+    result = Py_BuildValue("(NiN)", (PyObject *)out_rows, new_id[product_start], out_finals);
     goto done;
 fail:
-    Py_XDECREF(out_rows);
+    Py_XDECREF((PyObject *)out_rows);
     Py_XDECREF(out_finals);
 done:
-    if (target_object) {
-        for (int32_t k = 0; k < kept; k++) Py_XDECREF(target_object[k]);
-        free(target_object);
-    }
     free(own_decoder);
     free(own_chunks);
     free(own_finals);

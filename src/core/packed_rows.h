@@ -1,0 +1,153 @@
+/* PackedRows: a DFA's rows held as arrays, seen from Python as a list of dicts.
+ *
+ * chunk_product's chunked pattern (a JSON Schema's has 20,000-150,000 states and millions of arcs) is read
+ * by the compiled trie walks, which take these arrays as they are, and by Python one row at a time (a
+ * decoder's next state, the cuts), so a row's dict is made only when Python asks for it, and kept.  Before,
+ * every row was a dict: made, packed back into arrays by each walk, then freed, a fifth of a schema's
+ * set-up.  States with equal rows share one row, as they shared one dict.
+ *
+ * As a sequence it is what DFA.transitions is: len(), rows[q] (a dict symbol -> target, the same object
+ * every time: read it, do not change it), iteration, == with a list of dicts (and pickling as one).  Beside
+ * that, what the promotion reads of every row without making dicts: cuts(), sizes(), has_boundary(). */
+
+#define PACKED_BOUNDARY (-1LL) /* the key of a row's BOUNDARY arc (symbols are >= 0) */
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t states, rows;
+    int32_t *row_of;    /* state -> its row */
+    size_t *start;      /* rows + 1: a row's arcs */
+    long long *key;     /* per arc: its symbol, or PACKED_BOUNDARY */
+    int32_t *target;    /* per arc */
+    PyObject *boundary; /* the key BOUNDARY arcs have in Python */
+    PyObject **made;    /* per row: its dict once asked for */
+} PackedRows;
+
+static void PackedRows_dealloc(PackedRows *p) {
+    if (p->made)
+        for (Py_ssize_t r = 0; r < p->rows; r++) Py_XDECREF(p->made[r]);
+    free(p->made), free(p->row_of), free(p->start), free(p->key), free(p->target);
+    Py_XDECREF(p->boundary);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static Py_ssize_t PackedRows_length(PackedRows *p) { return p->states; }
+
+static PyObject *PackedRows_item(PackedRows *p, Py_ssize_t q) {
+    if (q < 0 || q >= p->states) {
+        PyErr_SetString(PyExc_IndexError, "state out of range");
+        return NULL;
+    }
+    int32_t r = p->row_of[q];
+    if (!p->made[r]) {
+        PyObject *row = _PyDict_NewPresized((Py_ssize_t)(p->start[r + 1] - p->start[r]));
+        if (!row) return NULL;
+        for (size_t a = p->start[r]; a < p->start[r + 1]; a++) {
+            PyObject *key = p->key[a] == PACKED_BOUNDARY ? Py_NewRef(p->boundary) : PyLong_FromLongLong(p->key[a]);
+            PyObject *target = key ? PyLong_FromLong(p->target[a]) : NULL;
+            int failed = !target || PyDict_SetItem(row, key, target);
+            Py_XDECREF(key);
+            Py_XDECREF(target);
+            if (failed) {
+                Py_DECREF(row);
+                return NULL;
+            }
+        }
+        p->made[r] = row;
+    }
+    return Py_NewRef(p->made[r]);
+}
+
+static PyObject *PackedRows_richcompare(PyObject *self, PyObject *other, int op) {
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *mine = PySequence_List(self);
+    if (!mine) return NULL;
+    PyObject *theirs = PyObject_TypeCheck(other, Py_TYPE(self)) ? PySequence_List(other) : Py_NewRef(other);
+    PyObject *result = theirs ? PyObject_RichCompare(mine, theirs, op) : NULL;
+    Py_DECREF(mine);
+    Py_XDECREF(theirs);
+    return result;
+}
+
+static PyObject *PackedRows_reduce(PyObject *self, PyObject *unused) {
+    PyObject *rows = PySequence_List(self);
+    return rows ? Py_BuildValue("(O(N))", (PyObject *)&PyList_Type, rows) : NULL;
+}
+
+/* cuts() -> per state, the target of its BOUNDARY arc, or None. */
+static PyObject *PackedRows_cuts(PackedRows *p, PyObject *unused) {
+    PyObject *out = PyList_New(p->states);
+    for (Py_ssize_t q = 0; out && q < p->states; q++) {
+        int32_t r = p->row_of[q];
+        PyObject *cut = NULL;
+        for (size_t a = p->start[r]; a < p->start[r + 1] && !cut; a++)
+            if (p->key[a] == PACKED_BOUNDARY && !(cut = PyLong_FromLong(p->target[a]))) Py_CLEAR(out);
+        if (out) PyList_SET_ITEM(out, q, cut ? cut : Py_NewRef(Py_None));
+    }
+    return out;
+}
+
+/* sizes() -> per state, len(rows[q]). */
+static PyObject *PackedRows_sizes(PackedRows *p, PyObject *unused) {
+    PyObject *out = PyList_New(p->states);
+    for (Py_ssize_t q = 0; out && q < p->states; q++) {
+        int32_t r = p->row_of[q];
+        PyObject *size = PyLong_FromSize_t(p->start[r + 1] - p->start[r]);
+        if (!size) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, q, size);
+    }
+    return out;
+}
+
+/* has_boundary() -> whether some state has a BOUNDARY arc. */
+static PyObject *PackedRows_has_boundary(PackedRows *p, PyObject *unused) {
+    for (Py_ssize_t r = 0; r < p->rows; r++)
+        for (size_t a = p->start[r]; a < p->start[r + 1]; a++)
+            if (p->key[a] == PACKED_BOUNDARY) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef PackedRows_methods[] = {
+    {"cuts", (PyCFunction)PackedRows_cuts, METH_NOARGS, "Per state, the target of its BOUNDARY arc, or None."},
+    {"sizes", (PyCFunction)PackedRows_sizes, METH_NOARGS, "Per state, the number of arcs of its row."},
+    {"has_boundary", (PyCFunction)PackedRows_has_boundary, METH_NOARGS, "Whether some state has a BOUNDARY arc."},
+    {"__reduce__", (PyCFunction)PackedRows_reduce, METH_NOARGS, "Pickled as the list of dicts it stands for."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods PackedRows_as_sequence = {
+    .sq_length = (lenfunc)PackedRows_length,
+    .sq_item = (ssizeargfunc)PackedRows_item,
+};
+
+static PyTypeObject PackedRowsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bpefst._core.PackedRows",
+    .tp_basicsize = sizeof(PackedRows),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A DFA's rows as arrays, read as a list of dicts (made when asked for); chunk_product's result.",
+    .tp_dealloc = (destructor)PackedRows_dealloc,
+    .tp_as_sequence = &PackedRows_as_sequence,
+    .tp_richcompare = PackedRows_richcompare,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_methods = PackedRows_methods,
+};
+
+/* An empty PackedRows of `states` states and `rows` rows of `arcs` arcs in all, for its maker to fill
+ * (row_of, start, key, target); NULL with an exception when out of memory. */
+static PackedRows *packed_rows_new(Py_ssize_t states, Py_ssize_t rows, size_t arcs, PyObject *boundary) {
+    PackedRows *p = PyObject_New(PackedRows, &PackedRowsType);
+    if (!p) return NULL;
+    p->states = states, p->rows = rows;
+    p->row_of = malloc((size_t)states * sizeof(int32_t) + 4);
+    p->start = malloc(((size_t)rows + 1) * sizeof(size_t));
+    p->key = malloc((arcs + 1) * sizeof(long long));
+    p->target = malloc((arcs + 1) * sizeof(int32_t));
+    p->made = calloc((size_t)rows + 1, sizeof(PyObject *));
+    p->boundary = Py_NewRef(boundary);
+    if (!p->row_of || !p->start || !p->key || !p->target || !p->made) {
+        Py_DECREF(p);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return p;
+}
