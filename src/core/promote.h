@@ -1908,7 +1908,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     Rows rows = {0};
     Product x = {0};
     Ints arc_start = {0}, arc_from = {0}, arc_target = {0}, finals = {0}, order = {0}, reverse = {0}, reverse_start = {0};
-    uint8_t *acc = NULL, *coacc = NULL, *mid = NULL, *decoder_height = NULL;
+    uint8_t *acc = NULL, *coacc = NULL, *height = NULL, *decoder_height = NULL;
     int32_t *new_id = NULL;
     int32_t *own_decoder = NULL, *own_chunks = NULL;
     uint8_t *own_finals = NULL, *own_chunk_finals = NULL;
@@ -2086,9 +2086,9 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     free(reverse.data), free(reverse_start.data), free(order.data), free(acc);
     /* each state's height: the bytes left in its character (the fresh start, past x's states, is between
      * characters); with no height (a decoder with a cycle, which UTF-8's has not) nothing is merged */
-    if (!status && (mid = calloc((size_t)states + 1, 1)) && (decoder_height = malloc((size_t)decoder_states + 1))) {
+    if (!status && (height = calloc((size_t)states + 1, 1)) && (decoder_height = malloc((size_t)decoder_states + 1))) {
         if (decoder_heights(decoder, decoder_states, decoder_height) == 0)
-            for (Py_ssize_t k = 0; k < states; k++) mid[k] = (size_t)k < x.d.length ? decoder_height[x.d.data[k]] : 0;
+            for (Py_ssize_t k = 0; k < states; k++) height[k] = (size_t)k < x.d.length ? decoder_height[x.d.data[k]] : 0;
     } else if (!status) {
         status = NUMBER_NO_MEMORY;
     }
@@ -2115,7 +2115,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
         for (size_t e = 0; !merged && e < rows.arcs; e++)
             if (!as_small_int(rows.key[e], &value[e])) value[e] = 1LL << 40; /* (never: rows_pack kept ints) */
         if (!merged) merged = chunk_merge_mid(&arc_start, &arc_from, &arc_target, &finals, &new_id, &states, &kept,
-                                              &product_start, mid, value);
+                                              &product_start, height, value);
         free(value);
         if (merged) {
             PyErr_NoMemory();
@@ -2219,7 +2219,7 @@ done:
     free(own_finals);
     free(own_chunk_finals);
     free(acc);
-    free(coacc), free(mid), free(decoder_height);
+    free(coacc), free(height), free(decoder_height);
     free(new_id);
     free(x.table.keys);
     free(x.table.values);
