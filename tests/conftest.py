@@ -158,7 +158,7 @@ ALL_REAL_TOKENIZERS = ("cl100k_base", "o200k_base", "gpt2", *(f"wikitext{n}" for
 
 
 def drop_unassigned(text: str) -> str:
-    """Remove code points unassigned in Unicode 14 (Python 3.11's unicodedata).
+    r"""Remove code points unassigned in Unicode 14 (Python 3.11's unicodedata).
 
     The regex engines disagree about characters assigned later: tiktoken and HF
     use Rust regex tables of their Unicode version (tiktoken's: 16.0), the

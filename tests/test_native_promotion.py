@@ -184,6 +184,48 @@ def test_walk_matches_the_pure_walk(spellings, transitions, max_arcs, dropped) -
     assert_same_walk(transitions, trie_of(spellings), max_arcs, keep)
 
 
+LETTERS, MARKS = [0, 1, 2], [3, 7]  # two classes of symbols, as letters and punctuation
+
+
+@st.composite
+def class_tries(draw):
+    """70-400 spellings: words (a space, 3, then letters only) and others not starting with a space, so
+    that the trie has subtrees of 64 tokens and more spelled in one class."""
+    words = st.lists(st.sampled_from(LETTERS), min_size=1, max_size=6).map(lambda letters: (3, *letters))
+    others = st.tuples(st.sampled_from(LETTERS + [7]), st.lists(st.sampled_from(LETTERS + MARKS), max_size=3))
+    spellings = draw(st.lists(st.one_of(words, words, others.map(lambda o: (o[0], *o[1]))),
+                              min_size=70, max_size=400, unique=True))
+    return trie_of(dict(enumerate(spellings))), len(spellings)
+
+
+@st.composite
+def class_dfas(draw):
+    """Rows that send each class of symbols (or each symbol, now and then) to one target or to none: loops over
+    a class move a subtree spelled in it alike at every depth, other rows do not."""
+    n = draw(st.integers(1, 8))
+    rows = []
+    for _ in range(n):
+        targets = [draw(st.one_of(st.none(), st.integers(0, n - 1))) for _ in range(2)]
+        row = {s: targets[s in MARKS] for s in LETTERS + MARKS if targets[s in MARKS] is not None}
+        if draw(st.integers(0, 3)) == 0 and row:  # one symbol apart
+            symbol = draw(st.sampled_from(sorted(row)))
+            row[symbol] = draw(st.integers(0, n - 1))
+        rows.append(row)
+    return rows
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(class_tries(), class_dfas(), st.one_of(st.none(), st.integers(0, 3_000)), st.integers(0, 6))
+def test_transform_walks_filing_large_subtrees_in_bulk_match_the_walks_from_every_state(trie_and_size, transitions,
+                                                                                         max_arcs, dropped) -> None:
+    """Tries with subtrees of 64 tokens and more, which the compiled walk carrying transforms files in bulk
+    where the subtree's symbols move its transform alike at every depth: the same groups as the pure walk
+    and the lattice of the walks from every state, arc limit included."""
+    trie, size = trie_and_size
+    keep = [(t * 7 + dropped) % 10 >= dropped for t in range(size)]
+    assert_same_transform_walk(transitions, trie, max_arcs, keep)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spellings_strategy, dfas(), st.lists(st.tuples(st.integers(0, 11), st.booleans()), max_size=8),
        st.one_of(st.none(), st.integers(0, 80)))

@@ -295,6 +295,8 @@ static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, 
 
 /* ---------------------------------------------------------------- TrieWalker */
 
+#include "trie_subtrees.h"
+
 typedef struct {
     PyObject_HEAD
     int32_t nodes, edges, symbols;
@@ -308,6 +310,8 @@ typedef struct {
     int32_t max_token;
     PyObject **token_object;                 /* token -> its int, made on first use */
     int32_t *wide_node_of, *wide_node_edge;  /* nodes of WIDE_NODE edges or more: their edges by symbol (edge + 1) */
+    TrieSubtrees *subtrees;                  /* for walk_transforms, built on its first call (NULL: none) */
+    int subtrees_built;
 } TrieWalker;
 
 /* A trie node with this many edges or more has them as a table by symbol (up to WIDE_NODE_CELLS entries in all):
@@ -328,6 +332,8 @@ static void TrieWalker_clear(TrieWalker *w) {
     free(w->wide_node_of);
     free(w->wide_node_edge);
     w->wide_node_of = w->wide_node_edge = NULL;
+    trie_subtrees_free(w->subtrees);
+    w->subtrees = NULL, w->subtrees_built = 0;
     if (w->token_object) {
         for (int32_t t = 0; t <= w->max_token; t++) Py_XDECREF(w->token_object[t]);
         free(w->token_object);
@@ -1269,6 +1275,87 @@ static int32_t transforms_step(Transforms *t, const Lookup *l, int32_t id, int32
     return found;
 }
 
+/* (transform, alphabet) -> the transform every symbol of the alphabet leads it to (-1: none leads anywhere),
+ * or NOT_UNIFORM; open addressing, key + 1 (0 free). */
+#define NOT_UNIFORM (-4)
+typedef struct {
+    uint64_t *keys;
+    int32_t *values;
+    size_t mask, count;
+} UniformMemo;
+
+static void uniform_memo_free(UniformMemo *m) { free(m->keys), free(m->values); }
+
+static int uniform_memo_grow(UniformMemo *m) {
+    size_t capacity = m->keys ? 2 * (m->mask + 1) : 256;
+    uint64_t *keys = calloc(capacity, sizeof(uint64_t));
+    int32_t *values = malloc(capacity * sizeof(int32_t));
+    if (!keys || !values) {
+        free(keys), free(values);
+        return -1;
+    }
+    for (size_t k = 0; m->keys && k <= m->mask; k++)
+        if (m->keys[k]) {
+            size_t slot = (size_t)((m->keys[k] * 0x9E3779B97F4A7C15ull) >> 20) & (capacity - 1);
+            while (keys[slot]) slot = (slot + 1) & (capacity - 1);
+            keys[slot] = m->keys[k], values[slot] = m->values[k];
+        }
+    free(m->keys), free(m->values);
+    m->keys = keys, m->values = values, m->mask = capacity - 1;
+    return 0;
+}
+
+/* Where every symbol of `alphabet` takes transform `id` (memoized), NOT_UNIFORM when they differ, -3 out of
+ * memory. */
+static int32_t uniform_step(Transforms *t, const Lookup *l, UniformMemo *m, const TrieSubtrees *s, int32_t id,
+                            int32_t alphabet, int32_t *source, int32_t *target) {
+    if (!m->keys || 2 * (m->count + 1) > m->mask + 1) {
+        if (uniform_memo_grow(m)) return -3;
+    }
+    uint64_t key = ((uint64_t)(uint32_t)id << 32 | (uint32_t)alphabet) + 1;
+    size_t slot = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & m->mask;
+    for (; m->keys[slot]; slot = (slot + 1) & m->mask)
+        if (m->keys[slot] == key) return m->values[slot];
+    int32_t found = -5;
+    for (int32_t i = s->alphabet_start[alphabet]; i < s->alphabet_start[alphabet + 1]; i++) {
+        int32_t symbol = s->alphabet_symbol[i], next = t->next[(size_t)id * (size_t)t->symbols + (size_t)symbol];
+        if (next == -2 && (next = transforms_step(t, l, id, symbol, source, target)) == -3) return -3;
+        if (found == -5) {
+            found = next;
+        } else if (next != found) {
+            found = NOT_UNIFORM;
+            break;
+        }
+    }
+    if (found == -5) found = -1; /* (an empty alphabet: a subtree with no arcs is never indexed) */
+    m->keys[slot] = key, m->values[slot] = found, m->count++;
+    return found;
+}
+
+/* Files the tokens below indexed node k in bulk when its alphabet moves transform `id` uniformly at every
+ * depth (found gets (transform, token) pairs, arcs their count): 1 when filed, 0 when the subtree must be
+ * walked, -1 out of memory.  `chain` holds at least the node's height + 1 entries. */
+static int file_subtree(Transforms *t, const Lookup *l, UniformMemo *m, const TrieSubtrees *s, int32_t k, int32_t id,
+                        int32_t *source, int32_t *target, int32_t *chain, Ints *found, long long *arcs) {
+    int32_t height = s->height[k], alphabet = s->alphabet[k], reached = 0;
+    for (int32_t d = 1, at = id; d <= height; d++) {
+        int32_t next = uniform_step(t, l, m, s, at, alphabet, source, target);
+        if (next == -3) return -1;
+        if (next == NOT_UNIFORM) return 0;
+        if (next < 0) break;
+        chain[d] = at = next, reached = d;
+    }
+    for (int32_t d = 1; d <= reached; d++) {
+        int32_t from, to;
+        subtree_tokens_at(s, k, d, &from, &to);
+        if (from == to) continue;
+        if (ints_reserve(found, 2 * (size_t)(to - from))) return -1;
+        for (int32_t i = from; i < to; i++) found->data[found->length++] = chain[d], found->data[found->length++] = s->tokens[i];
+        *arcs += (long long)t->items[chain[d]].size * (to - from);
+    }
+    return 1;
+}
+
 /* walk_transforms(transitions, max_arcs, keep=None) -> walk_groups' groups [(tokens, {q: r})], or None past
  * max_arcs (>= 0; counted before keep).  One walk of the trie carrying transforms; each group is the tokens
  * of one transform, ascending, groups by their first token (agnostic.walk_groups orders the pure walk's
@@ -1292,7 +1379,8 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     Transforms t = {0};
     Ints found = {0}, order = {0};
     int32_t *source = NULL, *target = NULL, *count = NULL, *start = NULL, *tokens = NULL, *transform_of = NULL;
-    int32_t *tid_of = NULL;
+    int32_t *tid_of = NULL, *chain = NULL;
+    UniformMemo uniform = {0};
     if (n > (1 << 20)) {
         PyErr_SetString(PyExc_ValueError, "walk_transforms takes patterns of at most 2**20 states");
         goto done;
@@ -1317,14 +1405,37 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
      * pattern's walk over GPT-2: 1.3 -> 1.0 ms).  found holds (transform, token) pairs as filed, and the
      * arcs (before keep) are counted as they are filed, so a lattice past max_arcs stops the walk there. */
     long long arcs = 0;
+    if (!w->subtrees_built) {
+        int failed;
+        w->subtrees = trie_subtrees_build(w->nodes, w->symbols, w->node_start, w->edge_symbol, w->edge_token,
+                                          w->edge_child, w->end_start, w->end_token, w->subtree_end, &failed);
+        if (failed) goto nomemory;
+        w->subtrees_built = 1;
+    }
+    const TrieSubtrees *subtrees = w->subtrees;
     tid_of = malloc((size_t)w->nodes * 4);
-    if (!tid_of) goto nomemory;
+    chain = malloc(((size_t)(subtrees ? subtrees->max_height : 0) + 1) * 4);
+    if (!tid_of || !chain) goto nomemory;
     tid_of[0] = 0;
     for (int32_t node = 0, end = w->subtree_end[0]; node < end; node++) {
         int32_t id = tid_of[node];
         if (id < 0) {
             node = w->subtree_end[node] - 1;
             continue;
+        }
+        if (subtrees && subtrees->index_of[node] >= 0) {
+            int filed = file_subtree(&t, &lookup, &uniform, subtrees, subtrees->index_of[node], id, source, target, chain,
+                                     &found, &arcs);
+            if (filed < 0) goto nomemory;
+            if (filed) {
+                if (max_arcs >= 0 && arcs > max_arcs) {
+                    result = Py_None;
+                    Py_INCREF(result);
+                    goto done;
+                }
+                node = w->subtree_end[node] - 1;
+                continue;
+            }
         }
         const int32_t *memo = t.next + (size_t)id * (size_t)t.symbols; /* (moves when a transform is added) */
         for (int32_t e = w->node_start[node]; e < w->node_start[node + 1]; e++) {
@@ -1422,7 +1533,8 @@ done:
     transforms_free(&t);
     lookup_free(&lookup);
     free(found.data), free(order.data);
-    free(source), free(target), free(count), free(start), free(tokens), free(transform_of), free(tid_of);
+    free(source), free(target), free(count), free(start), free(tokens), free(transform_of), free(tid_of), free(chain);
+    uniform_memo_free(&uniform);
     rows_free(&rows);
     PyBuffer_Release(&keep_view);
     if (walked_from) PyBuffer_Release(&sources_view);
