@@ -190,7 +190,7 @@ LETTERS, MARKS = [0, 1, 2], [3, 7]  # two classes of symbols, as letters and pun
 @st.composite
 def class_tries(draw):
     """70-400 spellings: words (a space, 3, then letters only) and others not starting with a space, so
-    that the trie has subtrees of 64 tokens and more spelled in one class."""
+    that the trie has subtrees of 32 tokens and more (the compiled index's threshold) spelled in one class."""
     words = st.lists(st.sampled_from(LETTERS), min_size=1, max_size=6).map(lambda letters: (3, *letters))
     others = st.tuples(st.sampled_from(LETTERS + [7]), st.lists(st.sampled_from(LETTERS + MARKS), max_size=3))
     spellings = draw(st.lists(st.one_of(words, words, others.map(lambda o: (o[0], *o[1]))),
@@ -218,7 +218,7 @@ def class_dfas(draw):
 @given(class_tries(), class_dfas(), st.one_of(st.none(), st.integers(0, 3_000)), st.integers(0, 6))
 def test_transform_walks_filing_large_subtrees_in_bulk_match_the_walks_from_every_state(trie_and_size, transitions,
                                                                                          max_arcs, dropped) -> None:
-    """Tries with subtrees of 64 tokens and more, which the compiled walk carrying transforms files in bulk
+    """Tries with subtrees of 32 tokens and more, which the compiled walk carrying transforms files in bulk
     where the subtree's symbols move its transform alike at every depth: the same groups as the pure walk
     and the lattice of the walks from every state, arc limit included."""
     trie, size = trie_and_size

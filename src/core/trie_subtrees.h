@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* as subtrees.MIN_TOKENS: smaller subtrees cost about as much to check as to walk */
-#define SUBTREE_MIN_TOKENS 64
+/* Smaller subtrees cost about as much to check as to walk.  The pure index (subtrees.MIN_TOKENS) takes 64;
+ * here, where a check is a memo lookup per depth, 32 measured 3-4 % faster on the person schema's first mask
+ * than 64 (GPT-2 and cl100k; e-mail, JSON and record the same). */
+#define SUBTREE_MIN_TOKENS 32
 #define SUBTREE_MAX_ENTRIES ((size_t)1 << 24)
 
 typedef struct {
