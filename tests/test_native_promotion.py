@@ -262,6 +262,22 @@ def test_walks_from_some_states_match_the_pure_walks(spellings, transitions, dat
                                       if sources[q]}
 
 
+def random_large_pattern(rng, symbols: list[int], n: int, row_size) -> list[dict[int, int]]:
+    return [{k: rng.randrange(n) for k in rng.sample(symbols, row_size(q))} for q in range(n)]
+
+
+def assert_walks_match_the_pure_walks(transitions, trie) -> None:
+    """Both walks on both engines, whole and from the wide states."""
+    walker = trie.native_walker()
+    assert walker is not None
+    everything = agnostic._groups_by_walks(transitions, trie)
+    assert agnostic._walk_natively(walker, transitions, None, True) == everything
+    wide = bytes(len(row) >= 24 for row in transitions)
+    assert agnostic._walk_natively(walker, transitions, None, True, None, True, wide) == \
+        agnostic._groups_by_transforms(transitions, trie, None, None, wide)
+    assert ordered(agnostic._walk_natively(walker, transitions, None, False)) == ordered(pure_rows(transitions, trie))
+
+
 def test_walks_of_a_pattern_too_large_for_a_dense_lookup_match_the_pure_walks() -> None:
     """Past 2**24 rows x symbols the compiled walks look a state's arcs up in a table only for its wide rows
     (24 arcs or more; a JSON string's states between characters) and binary search the others: 60,000
@@ -273,20 +289,26 @@ def test_walks_of_a_pattern_too_large_for_a_dense_lookup_match_the_pure_walks() 
     symbols = list(range(300))
     spellings = {t: (t,) for t in symbols}
     spellings.update({300 + k: (rng.choice(symbols), rng.choice(symbols), rng.choice(symbols)) for k in range(900)})
-    trie = trie_of(spellings)
     n = 60_000
-    transitions = []
-    for q in range(n):
-        keys = rng.sample(symbols, 40 if q % 50 == 0 else rng.randint(1, 4))
-        transitions.append({k: rng.randrange(n) for k in keys})
-    walker = trie.native_walker()
-    assert walker is not None and n * len(symbols) > 1 << 24
-    everything = agnostic._groups_by_walks(transitions, trie)
-    assert agnostic._walk_natively(walker, transitions, None, True) == everything
-    wide = bytes(len(row) >= 24 for row in transitions)
-    assert agnostic._walk_natively(walker, transitions, None, True, None, True, wide) == \
-        agnostic._groups_by_transforms(transitions, trie, None, None, wide)
-    assert ordered(agnostic._walk_natively(walker, transitions, None, False)) == ordered(pure_rows(transitions, trie))
+    transitions = random_large_pattern(rng, symbols, n, lambda q: 40 if q % 50 == 0 else rng.randint(1, 4))
+    assert n * len(symbols) > 1 << 24
+    assert_walks_match_the_pure_walks(transitions, trie_of(spellings))
+
+
+def test_walks_of_a_pattern_with_more_wide_rows_than_their_table_holds_match_the_pure_walks() -> None:
+    """Wide rows past what their table holds (2**24 entries: 55,924 rows of 300 symbols): the widest are
+    tabled, the rest binary searched: 58,000 wide rows of 24-30 and 120 arcs, and 2,000 narrow ones."""
+    import random
+
+    rng = random.Random(31)
+    symbols = list(range(300))
+    spellings = {t: (t,) for t in symbols}
+    spellings.update({300 + k: (rng.choice(symbols), rng.choice(symbols)) for k in range(300)})
+    n = 60_000
+    transitions = random_large_pattern(rng, symbols, n, lambda q: 120 if q % 10 == 0 else
+                                       rng.randint(1, 4) if q % 30 == 1 else rng.randint(24, 30))
+    assert sum(len(row) >= 24 for row in transitions) * len(symbols) > 1 << 24
+    assert_walks_match_the_pure_walks(transitions, trie_of(spellings))
 
 
 def test_a_large_pattern_walks_its_wide_states_carrying_transforms(small_tokenizer, monkeypatch) -> None:

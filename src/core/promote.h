@@ -611,25 +611,34 @@ typedef struct {
  * string's states between two characters read 200 bytes, and the trie walk looks them up below every node;
  * the rest are binary searched. */
 #define LOOKUP_WIDE_ROW 24
+#define LOOKUP_SIZES 256 /* row sizes told apart when choosing the widest rows */
 
 static void lookup_free(Lookup *l) {
     free(l->dense), free(l->sorted), free(l->wide_of), free(l->wide);
     l->dense = l->sorted = l->wide_of = l->wide = NULL;
 }
 
-/* The wide rows' table, where it fits; 0, or -1 out of memory. */
+/* The wide rows' table: of the rows of LOOKUP_WIDE_ROW arcs or more, the widest that fit in WIDE_LOOKUP_MAX
+ * entries (a JSON Schema's 143k-state chunked pattern has 100k rows of 24-250 arcs: with none tabled because
+ * they did not all fit, binary searches were a fifth of its set-up).  0, or -1 out of memory. */
 static int lookup_wide_rows(Lookup *l) {
     const Rows *rows = l->rows;
-    size_t count = 0;
+    size_t count = 0, fits, by_size[LOOKUP_SIZES + 1] = {0};
     if (l->symbols <= 0) return 0;
-    for (Py_ssize_t r = 0; r < rows->packed; r++) count += rows->start[r + 1] - rows->start[r] >= LOOKUP_WIDE_ROW;
-    if (!count || count > WIDE_LOOKUP_MAX / (size_t)l->symbols) return 0;
+    fits = WIDE_LOOKUP_MAX / (size_t)l->symbols;
+    for (Py_ssize_t r = 0; r < rows->packed; r++) {
+        size_t size = rows->start[r + 1] - rows->start[r];
+        by_size[size < LOOKUP_SIZES ? size : LOOKUP_SIZES]++;
+    }
+    size_t narrowest = LOOKUP_SIZES + 1; /* the rows of at least this many arcs (sizes past LOOKUP_SIZES as one) */
+    while (narrowest > LOOKUP_WIDE_ROW && count + by_size[narrowest - 1] <= fits) count += by_size[--narrowest];
+    if (!count) return 0;
     l->wide_of = malloc((size_t)rows->packed * sizeof(int32_t) + 4);
     l->wide = calloc(count * (size_t)l->symbols, sizeof(int32_t));
     if (!l->wide_of || !l->wide) return -1;
     int32_t next = 0;
     for (Py_ssize_t r = 0; r < rows->packed; r++) {
-        if (rows->start[r + 1] - rows->start[r] < LOOKUP_WIDE_ROW) {
+        if (rows->start[r + 1] - rows->start[r] < narrowest) {
             l->wide_of[r] = -1;
             continue;
         }
