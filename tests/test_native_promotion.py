@@ -829,6 +829,19 @@ def test_a_well_formed_walker_walks() -> None:
     assert [list(row.items()) for row in walker.walk([{1: 0, 2: 0}], -1, False)] == [[(5, 0), (6, 0), (7, 0)]]
 
 
+def test_a_walk_carrying_transforms_ignores_subtrees_no_edge_reaches() -> None:
+    """Nodes no edge reaches (they hold tokens ending elsewhere) are laid out after the root's subtree in their
+    own order, where a subtree is not contiguous: a large one among them (41 tokens under node 3, whose laid-out
+    range also holds the unreached node 4 and its token) is neither indexed for bulk filing nor walked."""
+    edges = [(0, 0, 0), (1, -1, 3)] + [(k, 100 + k, 0) for k in range(40)] + [(40, -1, 5), (0, 300, 0), (0, 200, 0)]
+    walker = core.TrieWalker(node_start=packed(0, 1, 2, 2, 43, 44, 45), edge_symbol=packed(*(e[0] for e in edges)),
+                             edge_token=packed(*(e[1] for e in edges)), edge_child=packed(*(e[2] for e in edges)),
+                             end_start=packed(0, 0, 0, 0, 0, 0, 0), end_token=packed(), symbol_index=packed(*range(64)),
+                             symbols=64)
+    assert walker.walk_transforms([{0: 0, 1: 0}], -1) == [([0], {0: 0})]
+    assert walker.walk_transforms([{k: 0 for k in range(64)}], -1) == [([0], {0: 0})]
+
+
 @pytest.mark.parametrize("change", [
     dict(node_start=packed(0, 2, 2)), dict(node_start=packed(0, 2, 1, 2)), dict(node_start=packed(0, 2, 2, 3)),
     dict(node_start=packed(0)), dict(node_start=b"\x00\x00\x00"), dict(edge_symbol=packed(0, 2)),

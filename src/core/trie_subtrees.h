@@ -123,12 +123,16 @@ static TrieSubtrees *trie_subtrees_build(int32_t nodes, int32_t symbols, const i
                                          const int32_t *edge_child, const int32_t *end_start, const int32_t *end_token,
                                          const int32_t *subtree_end, int *failed) {
     TrieSubtrees *s = calloc(1, sizeof(TrieSubtrees));
+    int32_t all_nodes = nodes;
     int32_t *below = malloc(((size_t)nodes + 1) * 4), *depth = malloc(((size_t)nodes + 1) * 4);
     int32_t *alphabet_scratch = malloc(((size_t)symbols + 1) * 4);
     uint8_t *mark = calloc((size_t)symbols + 1, 1);
     AlphabetTable a = {0};
     *failed = 1;
     if (!s || !below || !depth || !alphabet_scratch || !mark || alphabet_table_rehash(&a)) goto fail;
+    /* only the root's subtree is walked, and only there is a subtree contiguous and its depths consistent
+     * (nodes no edge reaches, which hold tokens ending elsewhere, are laid out after it in their own order) */
+    nodes = subtree_end[0];
     /* tokens strictly below each node (children come after their parent), and each node's depth */
     for (int32_t node = nodes - 1; node >= 0; node--) {
         int32_t total = 0;
@@ -155,11 +159,12 @@ static TrieSubtrees *trie_subtrees_build(int32_t nodes, int32_t symbols, const i
         *failed = 0;
         goto fail;
     }
-    s->index_of = malloc(((size_t)nodes + 1) * 4), s->alphabet = malloc((indexed + 1) * 4);
+    s->index_of = malloc(((size_t)all_nodes + 1) * 4), s->alphabet = malloc((indexed + 1) * 4);
     s->height = malloc((indexed + 1) * 4), s->first = malloc((indexed + 1) * 4);
     s->depth_start = malloc((offsets + 1) * 4), s->tokens = malloc((entries + 1) * 4);
     if (!s->index_of || !s->alphabet || !s->height || !s->first || !s->depth_start || !s->tokens) goto fail;
     int32_t k = 0, offset = 0, placed = 0;
+    for (int32_t node = nodes; node < all_nodes; node++) s->index_of[node] = -1;
     for (int32_t node = 0; node < nodes; node++) {
         s->index_of[node] = -1;
         if (below[node] < SUBTREE_MIN_TOKENS) continue;
