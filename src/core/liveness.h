@@ -460,6 +460,53 @@ static inline GrowMemo *memo_slot(const Liveness *l, int32_t from, uint32_t grou
     return &l->memo[(size_t)(h >> 40) & l->memo_mask];
 }
 
+/* The set other than base's holders' equal to base (NULL: empty) plus the words [from, to) of a group, if there
+ * is one: table_find for a group added a word at a time. */
+static int32_t table_find_words(const Liveness *l, const uint64_t *base, uint64_t hash, uint32_t count, uint32_t from,
+                                uint32_t to) {
+    for (size_t k = table_home(l, hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
+        int32_t other = l->table[k];
+        if (other < 0 || l->sets[other].hash != hash || l->sets[other].count != count) continue;
+        const uint64_t *bits = l->sets[other].bits;
+        uint32_t w = from;
+        while (w < to && (bits[l->word_index[w]] & l->word_bits[w]) == l->word_bits[w]) w++;
+        if (w == to && within(base, bits, l->words)) return other;
+    }
+    return -1;
+}
+
+/* grow() of a group with words (liveness_group_words) into a set other states hold too, or into none yet (a
+ * state's first growth): the new set is base plus the group's words, its hash the group's corrected for the
+ * tokens base had; an equal set is shared if there is one. */
+static int grow_shared_by_words(Liveness *l, uint32_t q, int32_t held, uint64_t held_version, uint32_t group,
+                                uint32_t count, GrowMemo *memo) {
+    const uint64_t *base = held < 0 ? NULL : l->sets[held].bits;
+    uint32_t from = l->word_start[group], to = l->word_start[group + 1], before = held < 0 ? 0 : l->sets[held].count;
+    uint64_t hash = (held < 0 ? 0 : l->sets[held].hash) ^ l->group_hash[group];
+    uint32_t size = before + count;
+    for (uint32_t k = from; base && k < to; k++)
+        for (uint64_t had = base[l->word_index[k]] & l->word_bits[k]; had; had &= had - 1, size--)
+            hash ^= token_mix(l->word_index[k] * 64 + (uint32_t)__builtin_ctzll(had));
+    if (size == before) return 0;
+    int32_t set = table_find_words(l, base, hash, size, from, to);
+    if (set >= 0) {
+        l->sets[set].refs++;
+        release_set(l, held);
+    } else {
+        set = new_set(l, base);
+        if (set < 0) return -1;
+        release_set(l, held);
+        uint64_t *bits = l->sets[set].bits;
+        for (uint32_t k = from; k < to; k++) bits[l->word_index[k]] |= l->word_bits[k];
+        l->sets[set].hash = hash, l->sets[set].count = size;
+        if (table_insert(l, (uint32_t)set)) return -1;
+    }
+    l->good[q] = set;
+    *memo = (GrowMemo){held, set, group, held_version, l->sets[set].version, 0};
+    if (!l->open[q]) push_dirty(l, q);
+    return held < 0;
+}
+
 /* good[q] |= tokens, the tokens of group `group` (NO_GROUP: other tokens); 1 when good[q] was empty and is
  * not now, 0 otherwise, -1 when out of memory. */
 static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count, uint32_t group) {
@@ -475,6 +522,8 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
         return held < 0;
     }
     if (held >= 0 && l->sets[held].refs == 1) return grow_alone(l, q, tokens, count, group);
+    if (memo && l->word_start[group] < l->word_start[group + 1])
+        return grow_shared_by_words(l, q, held, held_version, group, count, memo);
     const uint64_t *base = held < 0 ? NULL : l->sets[held].bits;
     uint64_t hash = held < 0 ? 0 : l->sets[held].hash;
     l->fresh_count = 0;
