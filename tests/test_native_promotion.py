@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 
 import bpefst
 from bpefst import native
+from bpefst.artifact import unpack_ints
 from bpefst.automata import DFA, minimize, trim
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.automata.errors import ArcLimitExceeded, StateLimitExceeded
@@ -759,9 +760,11 @@ def test_a_well_formed_liveness_solve_runs() -> None:
     follow them (a single byte is followed canonically by some single byte)."""
     groups = [([0, 1], {0: 1, 1: 2})]
     automaton = build_canonical(MergeForest.from_model(byte_model(0)))
-    good, filed = core.solve_liveness(*liveness_arguments())
+    numbers, table, filed = core.solve_liveness(*liveness_arguments())
+    good = on_demand.GoodSets(unpack_ints(numbers), table)
     assert (good, filed) == on_demand.solve_liveness(groups, 3, {2}, [None, None, None], automaton, engine="pure")
     assert good[1] == 0b11 and good[2] == 0 and good[0] != 0
+    assert table[0] == b"" and len(numbers) == 12  # the empty set first, a uint32 per state
 
 
 @pytest.mark.parametrize("change", [

@@ -26,7 +26,7 @@ import msgpack
 
 from ..artifact import FORMAT_NAME, atomic_write_bytes, pack_ints, unpack_ints
 from ..bpe import CanonicalAutomaton
-from .on_demand import OnDemandCanonical
+from .on_demand import GoodSets, OnDemandCanonical
 
 KIND = "guide-cache"
 SCHEMA = 1
@@ -62,12 +62,16 @@ def save(path: str | Path, lazy: OnDemandCanonical, fingerprint: str, pattern: s
             good_data.append(mask.to_bytes((mask.bit_length() + 7) // 8, "little"))
         return k
 
+    if isinstance(parts["good"], GoodSets):  # (the compiled solve's: already a table and numbers into it)
+        good_data, good_numbers = parts["good"].table, parts["good"].numbers
+    else:
+        good_numbers = [good(g) for g in parts["good"]]
     fields = {
         "pattern": pattern,
         "start": parts["start"],
         "finals": pack_ints(sorted(parts["finals"])),
         "cut": pack_ints(NO_CUT if r is None else r for r in parts["cut"]),
-        "good": pack_ints(good(g) for g in parts["good"]),  # numbers into goods
+        "good": pack_ints(good_numbers),  # numbers into goods
         "filed": [pack_ints(x for tokens, r in row for x in (group(tokens), r)) for row in parts["filed"]],  # (group, r) pairs
     }
     body = msgpack.packb({**fields, "goods": good_data, "groups": group_data}, use_bin_type=True)
@@ -92,32 +96,15 @@ def load(path: str | Path, automaton: CanonicalAutomaton, fingerprint: str, patt
         if parts["pattern"] != pattern:
             return None
         cut = [None if r == NO_CUT else r for r in unpack_ints(parts["cut"])]
-        good, filed = _Goods(parts["good"], parts["goods"]), _Filed(parts["filed"], parts["groups"])
-        if not (len(good) == len(filed) == len(cut) and 0 <= parts["start"] < len(cut)):
+        good, filed = GoodSets(unpack_ints(parts["good"]), parts["goods"]), _Filed(parts["filed"], parts["groups"])
+        if not (len(good) == len(filed) == len(cut) and 0 <= parts["start"] < len(cut)
+                and max(good.numbers, default=0) < len(good.table)):
             return None
         liveness = {"start": parts["start"], "finals": frozenset(unpack_ints(parts["finals"])), "cut": cut, "good": good,
                     "filed": filed}
     except Exception:  # whatever is wrong with the file (missing, torn, another layout), it is a miss
         return None
     return OnDemandCanonical.from_liveness(liveness, automaton, max_states)
-
-
-class _Goods:
-    """``good[q]`` decoded when first read (a decode touches few lattice states)."""
-
-    def __init__(self, numbers: bytes, table: list[bytes]):
-        self.numbers, self.table = unpack_ints(numbers), table
-        self.decoded: dict[int, int] = {}
-
-    def __len__(self) -> int:
-        return len(self.numbers)
-
-    def __getitem__(self, q: int) -> int:
-        k = self.numbers[q]
-        mask = self.decoded.get(k)
-        if mask is None:
-            mask = self.decoded[k] = int.from_bytes(self.table[k], "little")
-        return mask
 
 
 class _Filed:

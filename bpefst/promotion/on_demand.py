@@ -47,6 +47,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from .. import native
+from ..artifact import unpack_ints
 from ..automata import DFA
 from ..automata.numbering import Numbering
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
@@ -286,9 +287,43 @@ def solve_liveness(groups, n_states: int, finals, cut, automaton: CanonicalAutom
     where it runs and ``engine`` allows, else :class:`_Liveness`; both give the same lists."""
     checker = automaton.pair_checker() if native.choose(engine) == "compiled" else None
     if checker is not None:
-        return native.core.solve_liveness(checker, n_states, sorted(finals), list(cut), groups)
+        numbers, table, filed = native.core.solve_liveness(checker, n_states, sorted(finals), list(cut), groups)
+        return GoodSets(unpack_ints(numbers), table), filed
     liveness = _Liveness(groups, n_states, finals, cut, automaton)
     return liveness.solve(), liveness.filed
+
+
+class GoodSets:
+    """``good[q]`` per lattice state, each distinct set held once as little-endian bytes (``table``, the
+    state's place in it in ``numbers``) and made an int when first read: a decoder reads a few hundred
+    states' sets, and a JSON Schema's 1,000-1,500 distinct sets are 6-12 kB each.  Made by the compiled
+    liveness solve and by the guide cache's reader; reads as the list of ints the pure solve gives."""
+
+    __slots__ = ("numbers", "table", "_ints")
+
+    def __init__(self, numbers, table: list[bytes]):
+        self.numbers, self.table = numbers, table
+        self._ints: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, q: int) -> int:
+        k = self.numbers[q]
+        found = self._ints.get(k)
+        if found is None:
+            found = self._ints[k] = int.from_bytes(self.table[k], "little")
+        return found
+
+    def __iter__(self):
+        return map(self.__getitem__, range(len(self.numbers)))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, GoodSets)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
 
 
 class _Liveness:

@@ -821,7 +821,7 @@ static PyMethodDef module_methods[] = {
      "minimal_dfa(arcs, eps, start, finals, symbol_map, max_states) -> (rows, finals) of the minimal DFA, start 0, "
      "numbered canonically; None past max_states (< 0: no limit) (regex compiler)."},
     {"solve_liveness", solve_liveness, METH_VARARGS,
-     "solve_liveness(checker, n, finals, cut, groups) -> (good, filed) of the on-demand promotion (promotion)."},
+     "solve_liveness(checker, n, finals, cut, groups) -> (numbers, table, filed): good[q] packed and filed, of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},
 };
 

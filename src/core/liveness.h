@@ -687,48 +687,53 @@ done:
     return rc;
 }
 
-/* A bitset as a Python int, read straight from its words (little-endian bytes on a little-endian host). */
-static PyObject *bitset_int(const uint64_t *bits, uint32_t words) {
+/* A bitset as little-endian bytes, its trailing empty words left out (int.from_bytes reads it as the set). */
+static PyObject *bitset_bytes(const uint64_t *bits, uint32_t words) {
     while (words && !bits[words - 1]) words--;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)words * 8);
+    if (!out) return NULL;
+    unsigned char *bytes = (unsigned char *)PyBytes_AS_STRING(out);
 #if PY_LITTLE_ENDIAN
-    return _PyLong_FromByteArray((const unsigned char *)bits, (size_t)words * 8, 1, 0);
+    memcpy(bytes, bits, (size_t)words * 8);
 #else
-    unsigned char *bytes = PyMem_Malloc((size_t)words * 8 + 1);
-    if (!bytes) return PyErr_NoMemory();
     for (uint32_t w = 0; w < words; w++)
         for (int b = 0; b < 8; b++) bytes[8 * w + b] = (unsigned char)(bits[w] >> (8 * b));
-    PyObject *value = _PyLong_FromByteArray(bytes, (size_t)words * 8, 1, 0);
-    PyMem_Free(bytes);
-    return value;
 #endif
+    return out;
 }
 
-/* good[q] as Python ints: one int per distinct set, held by every state with that value. */
+/* good[q] as (numbers, table): table[k] the k-th distinct set as bytes (table[0] the empty one), numbers one
+ * little-endian uint32 per state, its set's place in table.  The sets become ints in Python when first read
+ * (on_demand.GoodSets): a decoder reads a few states' sets, and making an int of each set (1,000-1,500 of
+ * 6-12 kB for a JSON Schema) was a tenth of a small pattern's liveness solve. */
 static PyObject *liveness_good(Liveness *l) {
-    PyObject **value = PyMem_Calloc((size_t)l->set_count + 1, sizeof(PyObject *));
-    PyObject *good = PyList_New(l->n), *zero = PyLong_FromLong(0);
-    if (!value || !good || !zero) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto fail;
+    PyObject *table = PyList_New((Py_ssize_t)l->set_count + 1), *numbers = NULL;
+    if (!table) return NULL;
+    PyObject *empty = PyBytes_FromStringAndSize("", 0);
+    if (!empty) goto fail;
+    PyList_SET_ITEM(table, 0, empty);
+    for (uint32_t k = 0; k < l->set_count; k++) {
+        PyObject *item = l->sets[k].bits ? bitset_bytes(l->sets[k].bits, l->words) : (Py_INCREF(empty), empty);
+        if (!item) goto fail;
+        PyList_SET_ITEM(table, (Py_ssize_t)k + 1, item);
     }
+    if (!(numbers = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)l->n * 4))) goto fail;
+    unsigned char *at = (unsigned char *)PyBytes_AS_STRING(numbers);
     for (uint32_t q = 0; q < l->n; q++) {
-        int32_t set = l->good[q];
-        PyObject *item = set < 0 ? zero : value[set];
-        if (!item && !(item = value[set] = bitset_int(l->sets[set].bits, l->words))) goto fail;
-        Py_INCREF(item);
-        PyList_SET_ITEM(good, q, item);
+        uint32_t k = (uint32_t)(l->good[q] + 1); /* -1, no set yet: the empty one */
+        at[4 * q] = (unsigned char)k, at[4 * q + 1] = (unsigned char)(k >> 8);
+        at[4 * q + 2] = (unsigned char)(k >> 16), at[4 * q + 3] = (unsigned char)(k >> 24);
     }
-    for (uint32_t k = 0; k < l->set_count; k++) Py_XDECREF(value[k]);
-    PyMem_Free(value), Py_DECREF(zero);
-    return good;
+    PyObject *result = PyTuple_Pack(2, numbers, table);
+    Py_DECREF(numbers), Py_DECREF(table);
+    return result;
 fail:
-    if (value)
-        for (uint32_t k = 0; k < l->set_count; k++) Py_XDECREF(value[k]);
-    PyMem_Free(value), Py_XDECREF(good), Py_XDECREF(zero);
+    Py_XDECREF(numbers), Py_DECREF(table);
     return NULL;
 }
 
-/* solve_liveness(checker, n, finals, cut, groups) -> (good, filed); see the file's comment. */
+/* solve_liveness(checker, n, finals, cut, groups) -> (numbers, table, filed): good[q] as liveness_good packs it,
+ * and filed; see the file's comment. */
 static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     PyObject *checker, *finals, *cut, *groups, *result = NULL;
     Py_ssize_t states;
@@ -744,7 +749,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     l.checker = (PairChecker *)checker;
     if (!checker_ready(l.checker)) return NULL;
     l.n = n, l.words = (l.checker->size + 63) / 64;
-    if (n == 0) return Py_BuildValue("([][])");
+    if (n == 0) return Py_BuildValue("(y#[y#][])", "", (Py_ssize_t)0, "", (Py_ssize_t)0);
     /* Only ints, lists of ints and tuples of those are made here, hundreds of thousands of them for a large
      * pattern: no cycle to collect, and the collections their allocations would trigger scan the whole heap
      * now and then (a tenth of a maxLength: 20 string's solve). */
@@ -826,7 +831,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     }
     PyObject *good = liveness_good(&l);
     if (good) {
-        result = PyTuple_Pack(2, good, l.filed);
+        result = PyTuple_Pack(3, PyTuple_GET_ITEM(good, 0), PyTuple_GET_ITEM(good, 1), l.filed);
         Py_DECREF(good);
     }
 done:
