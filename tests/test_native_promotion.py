@@ -767,6 +767,24 @@ def test_a_well_formed_liveness_solve_runs() -> None:
     assert table[0] == b"" and len(numbers) == 12  # the empty set first, a uint32 per state
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 300), max_size=20), min_size=1, max_size=6), st.data())
+def test_good_sets_read_as_the_list_of_ints_and_as_bytes(sets, data) -> None:
+    """The compiled solve's good[q] (bytes per distinct set, whole words as the solve keeps them, and a
+    number per state) read as ints, iterated, compared with lists, and as a packed mask's bytes."""
+    ints = [sum(1 << t for t in set(tokens)) for tokens in sets]
+    table = [value.to_bytes(8 * ((value.bit_length() + 63) // 64), "little") for value in ints]
+    numbers = array("I", data.draw(st.lists(st.integers(0, len(ints) - 1), min_size=1, max_size=10)))
+    good = on_demand.GoodSets(numbers, table)
+    expected = [ints[k] for k in numbers]
+    assert len(good) == len(expected) and good == expected and list(good) == expected and good != expected + [0]
+    length = data.draw(st.integers(0, 48))
+    for q, value in enumerate(expected):
+        fits = value.bit_length() <= 8 * length
+        assert on_demand.good_as_bytes(good, q, length) == (value.to_bytes(length, "little") if fits else None)
+        assert on_demand.good_as_bytes(expected, q, length) == on_demand.good_as_bytes(good, q, length)
+
+
 @pytest.mark.parametrize("change", [
     {"checker": object()}, {"n": -1}, {"finals": [3]}, {"finals": ["2"]}, {"cut": [None]}, {"cut": [None, 5, None]},
     {"groups": [([0, 1], {0: 7})]}, {"groups": [([1 << 40], {0: 1})]}, {"groups": [([-1], {0: 1})]},

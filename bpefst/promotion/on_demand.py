@@ -234,9 +234,9 @@ class OnDemandCanonical:
         for q, u in self._states[state]:
             good = self._good_bytes.get((q, length))
             if good is None:
-                if self.good[q].bit_length() > 8 * length:
+                good = self._good_bytes[(q, length)] = good_as_bytes(self.good, q, length)
+                if good is None:
                     return None
-                good = self._good_bytes[(q, length)] = self.good[q].to_bytes(length, "little")
             banned = None if u == CHUNK_START else banned_bytes(u)
             if banned is None and u != CHUNK_START:
                 return None
@@ -293,6 +293,16 @@ def solve_liveness(groups, n_states: int, finals, cut, automaton: CanonicalAutom
     return liveness.solve(), liveness.filed
 
 
+def good_as_bytes(good, q: int, length: int) -> bytes | None:
+    """``good[q]`` as ``length`` little-endian bytes, None when it has a token past them."""
+    as_bytes = getattr(good, "bytes_of", None)
+    if as_bytes is not None:
+        return as_bytes(q, length)
+    if good[q].bit_length() > 8 * length:
+        return None
+    return good[q].to_bytes(length, "little")
+
+
 class GoodSets:
     """``good[q]`` per lattice state, each distinct set held once as little-endian bytes (``table``, the
     state's place in it in ``numbers``) and made an int when first read: a decoder reads a few hundred
@@ -317,6 +327,16 @@ class GoodSets:
 
     def __iter__(self):
         return map(self.__getitem__, range(len(self.numbers)))
+
+    def bytes_of(self, q: int, length: int) -> bytes | None:
+        """``good[q].to_bytes(length, "little")`` without the int (a cold decoding step reads a new state's
+        set this way), None when the set has a token past ``length`` bytes."""
+        data = self.table[self.numbers[q]]
+        if len(data) > length:
+            data = data.rstrip(b"\0")  # (whole words are kept; the last may end in zero bytes)
+            if len(data) > length:
+                return None
+        return data.ljust(length, b"\0")
 
     def __eq__(self, other) -> bool:
         if isinstance(other, (list, GoodSets)):
