@@ -863,6 +863,19 @@ def test_a_walk_carrying_transforms_ignores_subtrees_no_edge_reaches() -> None:
     assert walker.walk_transforms([{k: 0 for k in range(64)}], -1) == [([0], {0: 0})]
 
 
+def test_a_walk_carrying_transforms_survives_an_end_list_filed_from_many_edges() -> None:
+    """Tables that file one end list of 65,536 tokens from 65,536 edges (2**32 tokens below the root, which a
+    32-bit count wraps to the 40 of the other edges): the subtree index is not built, and the walk stops at
+    its arc limit, as it does without the index."""
+    n = 1 << 16
+    edges = [(s, -3, 0) for s in range(n)] + [(n + k, k, 0) for k in range(40)]
+    walker = core.TrieWalker(node_start=packed(0, len(edges), len(edges)), edge_symbol=packed(*(e[0] for e in edges)),
+                             edge_token=packed(*(e[1] for e in edges)), edge_child=packed(*(e[2] for e in edges)),
+                             end_start=packed(0, 0, n), end_token=packed(*range(100, 100 + n)),
+                             symbol_index=packed(*range(n + 40)), symbols=n + 40)
+    assert walker.walk_transforms([{s: 0 for s in range(n + 40)}], 1_000) is None
+
+
 @pytest.mark.parametrize("change", [
     dict(node_start=packed(0, 2, 2)), dict(node_start=packed(0, 2, 1, 2)), dict(node_start=packed(0, 2, 2, 3)),
     dict(node_start=packed(0)), dict(node_start=b"\x00\x00\x00"), dict(edge_symbol=packed(0, 2)),

@@ -135,12 +135,13 @@ static TrieSubtrees *trie_subtrees_build(int32_t nodes, int32_t symbols, const i
     nodes = subtree_end[0];
     /* tokens strictly below each node (children come after their parent), and each node's depth */
     for (int32_t node = nodes - 1; node >= 0; node--) {
-        int32_t total = 0;
+        int64_t total = 0; /* (saturated: tables that file an end list from many edges count it each time) */
         for (int32_t e = node_start[node]; e < node_start[node + 1]; e++) {
             total += edge_token_count(edge_token, end_start, e);
             if (edge_child[e]) total += below[edge_child[e]];
+            if (total > (int64_t)SUBTREE_MAX_ENTRIES) total = (int64_t)SUBTREE_MAX_ENTRIES + 1;
         }
-        below[node] = total;
+        below[node] = (int32_t)total;
     }
     memset(depth, 0, ((size_t)nodes + 1) * 4);
     for (int32_t node = 0; node < nodes; node++)
@@ -150,6 +151,7 @@ static TrieSubtrees *trie_subtrees_build(int32_t nodes, int32_t symbols, const i
     for (int32_t node = 0; node < nodes; node++)
         if (below[node] >= SUBTREE_MIN_TOKENS) {
             indexed++, entries += (size_t)below[node];
+            if (entries > SUBTREE_MAX_ENTRIES) break;
             int32_t height = 0;
             for (int32_t m = node; m < subtree_end[node]; m++)
                 if (node_start[m + 1] > node_start[m] && depth[m] - depth[node] + 1 > height) height = depth[m] - depth[node] + 1;
