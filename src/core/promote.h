@@ -1217,14 +1217,8 @@ static void transforms_free(Transforms *t) {
 
 static int transforms_rehash(Transforms *t) {
     size_t size = t->table_size ? 2 * t->table_size : 1024;
-    int32_t *table = malloc(size * sizeof(int32_t));
+    int32_t *table = ids_by_hash(size, t->count, t->count ? (const void *)&t->items[0].hash : NULL, sizeof(Transform));
     if (!table) return -1;
-    for (size_t k = 0; k < size; k++) table[k] = -1;
-    for (int32_t id = 0; id < t->count; id++) {
-        size_t k = (size_t)t->items[id].hash & (size - 1);
-        while (table[k] >= 0) k = (k + 1) & (size - 1);
-        table[k] = id;
-    }
     free(t->table);
     t->table = table, t->table_size = size;
     return 0;

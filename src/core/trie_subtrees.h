@@ -62,16 +62,27 @@ static uint64_t symbols_hash(const int32_t *symbols, int32_t count) {
     return h ^ h >> 31;
 }
 
-static int alphabet_table_rehash(AlphabetTable *a) {
-    size_t size = a->table_size ? 2 * a->table_size : 1024;
+/* An open-addressing table of `size` slots (a power of two, -1 free) holding ids 0 .. count - 1 by their
+ * hashes, id's hash the uint64 at `hashes` + id * `stride` bytes; NULL out of memory.  The interning tables
+ * here and promote.h's transforms grow with it. */
+static int32_t *ids_by_hash(size_t size, int32_t count, const void *hashes, size_t stride) {
     int32_t *table = malloc(size * sizeof(int32_t));
-    if (!table) return -1;
+    if (!table) return NULL;
     for (size_t k = 0; k < size; k++) table[k] = -1;
-    for (int32_t id = 0; id < a->count; id++) {
-        size_t k = (size_t)a->hash[id] & (size - 1);
+    for (int32_t id = 0; id < count; id++) {
+        uint64_t hash;
+        memcpy(&hash, (const char *)hashes + (size_t)id * stride, sizeof hash);
+        size_t k = (size_t)hash & (size - 1);
         while (table[k] >= 0) k = (k + 1) & (size - 1);
         table[k] = id;
     }
+    return table;
+}
+
+static int alphabet_table_rehash(AlphabetTable *a) {
+    size_t size = a->table_size ? 2 * a->table_size : 1024;
+    int32_t *table = ids_by_hash(size, a->count, a->hash, sizeof *a->hash);
+    if (!table) return -1;
     free(a->table);
     a->table = table, a->table_size = size;
     return 0;
