@@ -43,12 +43,18 @@ def bounded(seconds: float, megabytes: float) -> Iterator[None]:
     started = time.monotonic()
 
     def check(signum, frame) -> None:
+        if frame is not None and frame.f_code.co_name == "__del__":
+            return  # raised in a finalizer, it would be printed with a traceback and ignored: the next tick raises
         elapsed = time.monotonic() - started
         if elapsed > seconds:
-            raise LimitExceeded(f"took more than --timeout {seconds:g} s")
+            stop(f"took more than --timeout {seconds:g} s")
         used = resident_megabytes()
         if used > megabytes:
-            raise LimitExceeded(f"needed more than --max-memory {megabytes:,.0f} MB ({used:,.0f} MB)")
+            stop(f"needed more than --max-memory {megabytes:,.0f} MB ({used:,.0f} MB)")
+
+    def stop(message: str) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)  # once: not again in the finalizers the work runs as it unwinds
+        raise LimitExceeded(message)
 
     previous = signal.signal(signal.SIGALRM, check)
     signal.setitimer(signal.ITIMER_REAL, CHECK_EVERY, CHECK_EVERY)
