@@ -283,7 +283,8 @@ class _Finals:
 def solve_liveness(groups, n_states: int, finals, cut, automaton: CanonicalAutomaton, engine: str | None = None
                    ) -> tuple[list[int], list[list[tuple[list[int], int]]]]:
     """``(good, filed)``: the fixpoint of the module docstring, and per lattice state the groups of good
-    tokens with their target in the order found.  On the compiled core (``bpefst._core.solve_liveness``)
+    tokens with their target in the order found (a group's own ``array('I')``, or a list of the tokens of
+    a group settled one by one).  On the compiled core (``bpefst._core.solve_liveness``)
     where it runs and ``engine`` allows, else :class:`_Liveness`; both give the same lists."""
     checker = automaton.pair_checker() if native.choose(engine) == "compiled" else None
     if checker is not None:

@@ -54,8 +54,8 @@ typedef struct {
     uint64_t *group_hash;                      /* group -> the XOR of its tokens' mixes (groups with words) */
     uint32_t *word_start, *word_index;         /* group -> its words, none for most groups (liveness_group_words) */
     uint64_t *word_bits;                       /*   each: a word's index and the group's tokens in that word */
-    PyObject **group_list;                     /* group -> its token list (a reference held here) */
-    PyObject **token_object;                   /* token -> its int in a group's list (borrowed: the lists are held) */
+    PyObject **group_list;                     /* group -> its tokens, an array('I') or a list (a reference held here) */
+    PyObject **token_object;                   /* token -> its int in the settled lists (settled_token), or NULL */
     uint32_t lists_held;
     uint32_t *pair_group, *pair_q;             /* pair -> (group, q); its target is the state it is filed under */
     uint32_t *pred_start, *pred;               /* r -> the pairs into r, in the caller's order */
@@ -90,8 +90,11 @@ static void liveness_free(Liveness *l) {
         for (uint32_t p = 0; p < l->pairs; p++)
             if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
     for (uint32_t g = 0; g < l->lists_held; g++) Py_DECREF(l->group_list[g]);
+    if (l->token_object)
+        for (uint32_t t = 0; t < l->checker->size; t++) Py_XDECREF(l->token_object[t]);
+    PyMem_Free(l->token_object);
     PyMem_Free(l->group_hash), PyMem_Free(l->word_start), PyMem_Free(l->word_index), PyMem_Free(l->word_bits);
-    PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list), PyMem_Free(l->token_object);
+    PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list);
     PyMem_Free(l->pair_group), PyMem_Free(l->pair_q), PyMem_Free(l->pred_start), PyMem_Free(l->pred);
     PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
     PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
@@ -123,12 +126,13 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
     size_t tokens = 0, pairs = 0;
     for (Py_ssize_t g = 0; g < G; g++) {
         PyObject *group = PyList_GET_ITEM(groups, g);
-        if (!PyTuple_Check(group) || PyTuple_GET_SIZE(group) != 2 || !PyList_Check(PyTuple_GET_ITEM(group, 0)) ||
-            !PyDict_Check(PyTuple_GET_ITEM(group, 1))) {
-            PyErr_SetString(PyExc_TypeError, "solve_liveness: groups are (list of tokens, dict q -> r) pairs");
+        if (!PyTuple_Check(group) || PyTuple_GET_SIZE(group) != 2 || !PyDict_Check(PyTuple_GET_ITEM(group, 1))) {
+            PyErr_SetString(PyExc_TypeError, "solve_liveness: groups are (tokens, dict q -> r) pairs");
             return -1;
         }
-        tokens += (size_t)PyList_GET_SIZE(PyTuple_GET_ITEM(group, 0));
+        Py_ssize_t count = token_count(PyTuple_GET_ITEM(group, 0));
+        if (count < 0) return -1;
+        tokens += (size_t)count;
         pairs += (size_t)PyDict_Size(PyTuple_GET_ITEM(group, 1));
     }
     if (pairs >= UINT32_MAX || tokens >= UINT32_MAX || (size_t)G >= NO_GROUP) {
@@ -142,9 +146,8 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
     uint32_t *pair_r = PyMem_Malloc(pairs * 4 + 4);
     l->pred_start = PyMem_Calloc((size_t)l->n + 1, 4), l->pred = PyMem_Malloc(pairs * 4 + 4);
     l->pending = PyMem_Calloc(pairs + 1, sizeof(Pending));
-    l->token_object = PyMem_Calloc((size_t)l->checker->size + 1, sizeof(PyObject *));
     if (!l->group_start || !l->group_token || !l->group_list || !l->pair_group || !l->pair_q || !pair_r ||
-        !l->pred_start || !l->pred || !l->pending || !l->token_object) {
+        !l->pred_start || !l->pred || !l->pending) {
         PyMem_Free(pair_r);
         PyErr_NoMemory();
         return -1;
@@ -155,10 +158,13 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         l->group_start[g] = (uint32_t)k;
         Py_INCREF(list);
         l->group_list[g] = list, l->lists_held = (uint32_t)g + 1;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
-            if (id_of(PyList_GET_ITEM(list, i), l->checker->size, &l->group_token[k])) goto fail;
-            l->token_object[l->group_token[k++]] = PyList_GET_ITEM(list, i);
+        Py_ssize_t count = token_count(list);
+        if (count < 0 || k + (size_t)count > tokens) {
+            if (count >= 0) PyErr_SetString(PyExc_RuntimeError, "solve_liveness: a group changed while read");
+            goto fail;
         }
+        if (token_copy(list, count, l->checker->size, l->group_token + k)) goto fail;
+        k += (size_t)count;
         Py_ssize_t at = 0;
         while (PyDict_Next(PyTuple_GET_ITEM(group, 1), &at, &q_obj, &r_obj)) {
             if (p >= pairs) { /* (the dict grew under us: only a misbehaving caller) */
@@ -567,8 +573,8 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
     return held < 0;
 }
 
-/* `filed` holds lists of (list of ints, int) tuples, which can be in no cycle: the tuples, the per-state
- * lists and the token lists made here are untracked, so the collection the next allocations trigger after
+/* `filed` holds lists of (tokens, int) tuples, the tokens an array('I'), which can be in no cycle: the
+ * tuples and the per-state lists made here are untracked (arrays never are tracked), so the collection the next allocations trigger after
  * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up).
  * An entry is immutable, so the states a group's arcs into r come from (filed one after the other when r
  * opens) share one tuple. */
@@ -637,6 +643,19 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
     return 0;
 }
 
+/* A settled token as an int, made on first use and kept for the solve: the tokens settled one by one are
+ * filed as short lists (a JSON Schema's string states settle 20,000-150,000 of them, 2-3 tokens each), where
+ * an int per list entry and not an array('I') per list is the cheaper object. */
+static PyObject *settled_token(Liveness *l, uint32_t token) {
+    if (!l->token_object && !(l->token_object = PyMem_Calloc((size_t)l->checker->size + 1, sizeof(PyObject *)))) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *object = l->token_object[token];
+    if (!object) object = l->token_object[token] = PyLong_FromUnsignedLong(token);
+    return object;
+}
+
 /* The pending tokens of pair p that may now go on to good[r]: filed, added to good[q], the rest kept. */
 static int settle(Liveness *l, uint32_t p, uint32_t r) {
     Pending *pending = &l->pending[p];
@@ -657,13 +676,13 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
         uint32_t q = l->pair_q[p];
         PyObject *list = PyList_New(found);
         if (!list) goto failed;
-        for (uint32_t i = 0; i < found; i++) { /* the groups' own ints: no new int per token settled */
-            PyObject *token = l->token_object[settled[i]];
-            if (token) Py_INCREF(token);
-            else if (!(token = PyLong_FromUnsignedLong(settled[i]))) {
+        for (uint32_t i = 0; i < found; i++) { /* one int per token however often it is settled */
+            PyObject *token = settled_token(l, settled[i]);
+            if (!token) {
                 Py_DECREF(list);
                 goto failed;
             }
+            Py_INCREF(token);
             PyList_SET_ITEM(list, i, token);
         }
         PyObject_GC_UnTrack(list);
@@ -750,7 +769,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     if (!checker_ready(l.checker)) return NULL;
     l.n = n, l.words = (l.checker->size + 63) / 64;
     if (n == 0) return Py_BuildValue("(y#[y#][])", "", (Py_ssize_t)0, "", (Py_ssize_t)0);
-    /* Only ints, lists of ints and tuples of those are made here, hundreds of thousands of them for a large
+    /* Only ints, arrays of ids, lists and tuples of those are made here, hundreds of thousands of them for a large
      * pattern: no cycle to collect, and the collections their allocations would trigger scan the whole heap
      * now and then (a tenth of a maxLength: 20 string's solve). */
     int collecting = PyGC_Disable();

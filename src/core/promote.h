@@ -985,7 +985,7 @@ static int walker_sources(PyObject *sources, Py_ssize_t states, Py_buffer *view,
     return 0;
 }
 
-/* The Python groups of a grouped walk: per group of `table` its token list and {q: target} from the
+/* The Python groups of a grouped walk: per group of `table` its tokens (an array('I')) and {q: target} from the
  * (group, q, target) triples of `filed`, in the order the groups were made, as (tokens, pairs) tuples. */
 static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, const Ints *filed, PyObject **state_object) {
     PyObject *out = PyList_New((Py_ssize_t)table->groups), **pairs = calloc(table->groups + 1, sizeof(PyObject *));
@@ -993,20 +993,11 @@ static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, cons
     if (!pairs) PyErr_NoMemory();
     for (size_t g = 0; !status && g < table->groups; g++) {
         size_t from = table->start[g], size = table->start[g + 1] - from;
-        PyObject *tokens = PyList_New((Py_ssize_t)size);
+        PyObject *tokens = token_array((const uint32_t *)table->tokens.data + from, size);
         if (!tokens || !(pairs[g] = PyDict_New())) {
             Py_XDECREF(tokens);
             status = -1;
             break;
-        }
-        for (size_t k = 0; k < size; k++) {
-            PyObject *token = walker_token(w, table->tokens.data[from + k]);
-            if (!token) {
-                status = -1;
-                break;
-            }
-            Py_INCREF(token);
-            PyList_SET_ITEM(tokens, (Py_ssize_t)k, token);
         }
         PyObject *group = status ? NULL : PyTuple_Pack(2, tokens, pairs[g]);
         Py_DECREF(tokens);
@@ -1014,10 +1005,8 @@ static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, cons
             status = -1;
             break;
         }
-        /* A list of ints and a tuple of it and an int dict can be in no cycle: untracked, the collector
-         * never walks them (as CPython untracks such tuples and dicts itself).  Only a caller that put a
-         * container into the token list could make a cycle the collector would then miss. */
-        PyObject_GC_UnTrack(PyTuple_GET_ITEM(group, 0));
+        /* A tuple of an array and an int dict can be in no cycle: untracked, the collector never walks it
+         * (as CPython untracks such tuples and dicts itself). */
         PyObject_GC_UnTrack(group);
         PyList_SET_ITEM(out, (Py_ssize_t)g, group);
     }
@@ -1497,20 +1486,11 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     if (!state_object || !(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
     for (Py_ssize_t q = 0; q < n; q++)
         if (!(state_object[q] = PyLong_FromSsize_t(q))) goto done;
-    int collecting = PyGC_Disable(); /* ints, lists of ints and int dicts only: no cycle to collect */
+    int collecting = PyGC_Disable(); /* arrays, tuples and int dicts only: no cycle to collect */
     for (size_t g = 0; g < order.length / 2; g++) {
         int32_t id = order.data[2 * g + 1];
         const Transform *x = &t.items[id];
-        PyObject *list = PyList_New(count[id]), *pairs = PyDict_New(), *group = NULL;
-        for (int32_t i = 0; list && i < count[id]; i++) {
-            PyObject *token = walker_token(w, tokens[start[id] + i]);
-            if (!token) {
-                Py_CLEAR(list);
-                break;
-            }
-            Py_INCREF(token);
-            PyList_SET_ITEM(list, i, token);
-        }
+        PyObject *list = token_array((const uint32_t *)tokens + start[id], (size_t)count[id]), *pairs = PyDict_New(), *group = NULL;
         int failed = !list || !pairs;
         for (int32_t i = 0; !failed && i < x->size; i++)
             failed = PyDict_SetItem(pairs, state_object[x->source[i]], state_object[x->target[i]]) < 0;
@@ -1569,33 +1549,41 @@ static PyTypeObject TrieWalkerType = {
 
 /* ---------------------------------------------------------------- token_masks */
 
-/* token_masks(lists) -> [the bitset of each list's tokens] (canonical.token_mask of each). */
+/* token_masks(lists) -> [the bitset of each list's tokens] (canonical.token_mask of each); a list is a list
+ * of ints or an array('I'). */
 static PyObject *token_masks(PyObject *module, PyObject *lists) {
     if (!PyList_Check(lists)) {
-        PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of lists of tokens");
+        PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of token lists");
         return NULL;
     }
     Py_ssize_t count = PyList_GET_SIZE(lists);
     PyObject *out = PyList_New(count);
     if (!out) return NULL;
     uint8_t *buffer = NULL;
-    size_t capacity = 0;
+    uint32_t *ids = NULL;
+    size_t capacity = 0, id_capacity = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *tokens = PyList_GET_ITEM(lists, k);
-        if (!PyList_Check(tokens)) {
-            PyErr_SetString(PyExc_TypeError, "token_masks() takes a list of lists of tokens");
-            goto fail;
-        }
-        Py_ssize_t size = PyList_GET_SIZE(tokens);
-        long long top = -1;
-        for (Py_ssize_t j = 0; j < size; j++) {
-            long long t;
-            if (!as_small_int(PyList_GET_ITEM(tokens, j), &t) || t < 0 || t >= (long long)MAX_ID) {
-                PyErr_SetString(PyExc_ValueError, "token_masks() takes tokens in 0 .. 2**26 - 1");
+        Py_ssize_t size = token_count(tokens);
+        if (size < 0) goto fail;
+        if ((size_t)size >= id_capacity) {
+            uint32_t *grown = realloc(ids, ((size_t)size + 1) * 4);
+            if (!grown) {
+                PyErr_NoMemory();
                 goto fail;
             }
-            if (t > top) top = t;
+            ids = grown, id_capacity = (size_t)size + 1;
         }
+        if (token_copy(tokens, size, MAX_ID, ids)) {
+            if (PyErr_ExceptionMatches(PyExc_IndexError) || PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "token_masks() takes tokens in 0 .. 2**26 - 1");
+            }
+            goto fail;
+        }
+        long long top = -1;
+        for (Py_ssize_t j = 0; j < size; j++)
+            if ((long long)ids[j] > top) top = ids[j];
         size_t bytes = (size_t)((top >> 3) + 1);
         if (bytes > capacity) {
             uint8_t *grown = realloc(buffer, bytes);
@@ -1607,18 +1595,15 @@ static PyObject *token_masks(PyObject *module, PyObject *lists) {
             capacity = bytes;
         }
         memset(buffer, 0, bytes);
-        for (Py_ssize_t j = 0; j < size; j++) {
-            long long t = PyLong_AsLongLong(PyList_GET_ITEM(tokens, j)); /* checked above; the list is unchanged */
-            buffer[t >> 3] |= (uint8_t)(1u << (t & 7));
-        }
+        for (Py_ssize_t j = 0; j < size; j++) buffer[ids[j] >> 3] |= (uint8_t)(1u << (ids[j] & 7));
         PyObject *mask = top < 0 ? PyLong_FromLong(0) : _PyLong_FromByteArray(buffer, bytes, 1, 0);
         if (!mask) goto fail;
         PyList_SET_ITEM(out, k, mask);
     }
-    free(buffer);
+    free(buffer), free(ids);
     return out;
 fail:
-    free(buffer);
+    free(buffer), free(ids);
     Py_DECREF(out);
     return NULL;
 }

@@ -34,6 +34,52 @@ typedef struct {
     size_t good_count;
 } PairChecker;
 
+/* ---------------------------------------------------------------- token lists as array('I')
+ * A token lattice group holds up to a vocabulary's tokens (cl100k: 100,000 in a JSON string's groups).  It
+ * goes to Python and back as an array('I'): made with one copy, read back by the liveness solve with another,
+ * an int made only for a token Python reads.  As lists of ints (an int object touched per token on the way
+ * out, in, and when freed), they took 10-14 % of the first mask of bench_guided's JSON and person schemas. */
+_Static_assert(sizeof(unsigned int) == 4, "array('I') holds 32-bit items");
+
+static PyObject *token_array_type; /* array.array, imported on first use */
+
+static PyObject *token_array(const uint32_t *tokens, size_t count) {
+    if (!token_array_type) {
+        PyObject *module = PyImport_ImportModule("array");
+        if (!module) return NULL;
+        token_array_type = PyObject_GetAttrString(module, "array");
+        Py_DECREF(module);
+        if (!token_array_type) return NULL;
+    }
+    PyObject *data = PyBytes_FromStringAndSize((const char *)tokens, (Py_ssize_t)(count * 4));
+    if (!data) return NULL;
+    PyObject *out = PyObject_CallFunction(token_array_type, "sO", "I", data);
+    Py_DECREF(data);
+    return out;
+}
+
+/* The number of ids in a list of ints or an array('I'); -1 (an exception set) for anything else. */
+static Py_ssize_t token_count(PyObject *tokens) {
+    if (PyList_Check(tokens)) return PyList_GET_SIZE(tokens);
+    Py_buffer view;
+    if (!PyObject_CheckBuffer(tokens) || PyObject_GetBuffer(tokens, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "tokens must be a list of ints or an array('I')");
+        return -1;
+    }
+    int ok = view.itemsize == 4 && view.format && !strcmp(view.format, "I");
+    Py_ssize_t count = view.len / 4;
+    PyBuffer_Release(&view);
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "tokens must be a list of ints or an array('I')");
+        return -1;
+    }
+    return count;
+}
+
+/* Copy `count` ids (token_count's) from a list of ints or an array('I') into out, each checked < size. */
+static int token_copy(PyObject *tokens, Py_ssize_t count, uint32_t size, uint32_t *out);
+
 static uint64_t good_slot(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) >> (64 - GOOD_BITS); }
 
 static int good_contains(const PairChecker *c, uint64_t key) {
@@ -110,6 +156,30 @@ static int id_of(PyObject *item, uint32_t size, uint32_t *id) {
     }
     *id = (uint32_t)value;
     return 0;
+}
+
+static int token_copy(PyObject *tokens, Py_ssize_t count, uint32_t size, uint32_t *out) {
+    if (PyList_Check(tokens)) {
+        if (PyList_GET_SIZE(tokens) != count) goto changed;
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (id_of(PyList_GET_ITEM(tokens, i), size, &out[i])) return -1;
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(tokens, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    int same = view.itemsize == 4 && view.format && !strcmp(view.format, "I") && view.len == count * 4;
+    if (same) memcpy(out, view.buf, (size_t)count * 4);
+    PyBuffer_Release(&view);
+    if (!same) goto changed;
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (out[i] >= size) {
+            PyErr_SetString(PyExc_IndexError, "an id is outside the vocabulary");
+            return -1;
+        }
+    return 0;
+changed:
+    PyErr_SetString(PyExc_RuntimeError, "a token list changed while read");
+    return -1;
 }
 
 static int PairChecker_init(PairChecker *c, PyObject *args, PyObject *kwargs) {
