@@ -573,9 +573,10 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
     return held < 0;
 }
 
-/* `filed` holds lists of (tokens, int) tuples, the tokens an array('I'), which can be in no cycle: the
- * tuples and the per-state lists made here are untracked (arrays never are tracked), so the collection the next allocations trigger after
- * a build does not scan the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up).
+/* `filed` holds lists of (tokens, int) tuples, the tokens a group's array('I') or a list of the tokens settled
+ * one by one, which can be in no cycle: the tuples, the per-state lists and the settled lists made here are
+ * untracked (arrays never are), so the collection the next allocations trigger after a build does not scan
+ * the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up).
  * An entry is immutable, so the states a group's arcs into r come from (filed one after the other when r
  * opens) share one tuple. */
 static int file(Liveness *l, uint32_t q, PyObject *tokens, uint32_t r) {
