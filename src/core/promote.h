@@ -1372,6 +1372,7 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     Ints found = {0}, order = {0};
     int32_t *source = NULL, *target = NULL, *count = NULL, *start = NULL, *tokens = NULL, *transform_of = NULL;
     int32_t *tid_of = NULL, *chain = NULL;
+    uint64_t *filed_bits = NULL;
     UniformMemo uniform = {0};
     if (n > (1 << 20)) {
         PyErr_SetString(PyExc_ValueError, "walk_transforms takes patterns of at most 2**20 states");
@@ -1458,30 +1459,35 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     }
     /* the kept tokens bucketed by transform, each bucket ascending and the buckets by their first token:
      * a token is filed once (it ends at one node), so reading the tokens in ascending order and placing
-     * each in its transform's bucket gives both orders without a sort (sorting was a fifth of the call) */
+     * each in its transform's bucket gives both orders without a sort (sorting was a fifth of the call).
+     * The tokens filed are read off a bitset a word at a time: a scan of every id, testing each for a
+     * transform, mispredicted its branch on most ids (a fifth of the walk over cl100k, 100,000 ids). */
+    size_t words = ((size_t)w->max_token + 64) / 64;
     count = calloc((size_t)t.count + 1, 4), start = calloc((size_t)t.count + 2, 4);
     tokens = malloc((found.length / 2 + 1) * 4);
     transform_of = malloc(((size_t)w->max_token + 1) * 4);
-    if (!count || !start || !tokens || !transform_of) goto nomemory;
-    for (int32_t token = 0; token <= w->max_token; token++) transform_of[token] = -1;
+    filed_bits = calloc(words + 1, 8);
+    if (!count || !start || !tokens || !transform_of || !filed_bits) goto nomemory;
     for (size_t k = 0; k < found.length; k += 2) {
         int32_t id = found.data[k], token = found.data[k + 1];
         if (keep && !keep[token]) continue;
-        if (transform_of[token] >= 0) { /* only tables that lie file a token twice */
+        uint64_t bit = (uint64_t)1 << (token & 63);
+        if (filed_bits[token >> 6] & bit) { /* only tables that lie file a token twice */
             PyErr_SetString(PyExc_ValueError, "walk_transforms: the trie spells a token twice");
             goto done;
         }
+        filed_bits[token >> 6] |= bit;
         transform_of[token] = id;
         count[id]++;
     }
     for (int32_t id = 0; id < t.count; id++) start[id + 1] = start[id] + count[id];
     memset(count, 0, (size_t)t.count * 4);
-    for (int32_t token = 0; token <= w->max_token; token++) {
-        int32_t id = transform_of[token];
-        if (id < 0) continue;
-        if (!count[id] && (ints_push(&order, token) || ints_push(&order, id))) goto nomemory;
-        tokens[start[id] + count[id]++] = token;
-    }
+    for (size_t word = 0; word < words; word++)
+        for (uint64_t bits = filed_bits[word]; bits; bits &= bits - 1) {
+            int32_t token = (int32_t)(word * 64 + (size_t)__builtin_ctzll(bits)), id = transform_of[token];
+            if (!count[id] && (ints_push(&order, token) || ints_push(&order, id))) goto nomemory;
+            tokens[start[id] + count[id]++] = token;
+        }
     state_object = calloc((size_t)n + 1, sizeof(PyObject *));
     if (!state_object || !(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
     for (Py_ssize_t q = 0; q < n; q++)
@@ -1516,7 +1522,7 @@ done:
     transforms_free(&t);
     lookup_free(&lookup);
     free(found.data), free(order.data);
-    free(source), free(target), free(count), free(start), free(tokens), free(transform_of), free(tid_of), free(chain);
+    free(source), free(target), free(count), free(start), free(tokens), free(transform_of), free(tid_of), free(chain), free(filed_bits);
     uniform_memo_free(&uniform);
     rows_free(&rows);
     PyBuffer_Release(&keep_view);
