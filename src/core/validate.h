@@ -58,22 +58,25 @@ static PyObject *token_array(const uint32_t *tokens, size_t count) {
     return out;
 }
 
+/* A view of an array('I') (or any contiguous buffer of native uint32 items) in `view`, 0; -1 with a
+ * TypeError for anything else. */
+static int token_buffer(PyObject *tokens, Py_buffer *view) {
+    if (PyObject_CheckBuffer(tokens) && PyObject_GetBuffer(tokens, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+        if (view->itemsize == 4 && view->format && !strcmp(view->format, "I")) return 0;
+        PyBuffer_Release(view);
+    }
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "tokens must be a list of ints or an array('I')");
+    return -1;
+}
+
 /* The number of ids in a list of ints or an array('I'); -1 (an exception set) for anything else. */
 static Py_ssize_t token_count(PyObject *tokens) {
     if (PyList_Check(tokens)) return PyList_GET_SIZE(tokens);
     Py_buffer view;
-    if (!PyObject_CheckBuffer(tokens) || PyObject_GetBuffer(tokens, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "tokens must be a list of ints or an array('I')");
-        return -1;
-    }
-    int ok = view.itemsize == 4 && view.format && !strcmp(view.format, "I");
+    if (token_buffer(tokens, &view)) return -1;
     Py_ssize_t count = view.len / 4;
     PyBuffer_Release(&view);
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, "tokens must be a list of ints or an array('I')");
-        return -1;
-    }
     return count;
 }
 
@@ -166,8 +169,8 @@ static int token_copy(PyObject *tokens, Py_ssize_t count, uint32_t size, uint32_
         return 0;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(tokens, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
-    int same = view.itemsize == 4 && view.format && !strcmp(view.format, "I") && view.len == count * 4;
+    if (token_buffer(tokens, &view)) return -1;
+    int same = view.len == count * 4;
     if (same) memcpy(out, view.buf, (size_t)count * 4);
     PyBuffer_Release(&view);
     if (!same) goto changed;
