@@ -207,16 +207,22 @@ def trie_walker_tables(children: list[dict[int, int]], tokens: list[list[int]], 
     return node_start, edge_symbol, edge_token, edge_child, end_start, end_token, symbol_index, len(symbols)
 
 
-def chunker_tables(decoder: list[dict[int, int]] | None, chunks: list[dict[int, int]], atoms: int) -> tuple[bytes, bytes]:
-    """The UTF-8 decoder (``rows[d][byte]``: next state or ``-1 - atom``; None for character-level models)
-    and the chunker's rows (over atoms and, last, the cut) as the packed tables ``chunk_product`` reads."""
+def chunker_tables(decoder: list[dict[int, int]] | None, chunks: list[dict[int, int]], atoms: int,
+                   inside: list[list[int]] | None) -> tuple[bytes, bytes, bytes]:
+    """The UTF-8 decoder (``rows[d][byte]``: next state or ``-1 - atom``; None for character-level models),
+    the chunker's rows (over atoms and, last, the cut) and the chunker states kept inside a character
+    (``inside[d][c]``, pretokenized.mid_character_chunks; None with no decoder) as the packed tables
+    ``chunk_product`` reads."""
     packed_decoder = array("i")
     for row in decoder or ():
         packed_decoder.extend(row.get(b, core.DECODER_NO_ARC) for b in range(256))
     packed_chunks = array("i")
     for row in chunks:
         packed_chunks.extend(row.get(a, -1) for a in range(atoms + 1))
-    return packed_decoder.tobytes(), packed_chunks.tobytes()
+    packed_inside = array("i")
+    for row in inside or ():
+        packed_inside.extend(row)
+    return packed_decoder.tobytes(), packed_chunks.tobytes(), packed_inside.tobytes()
 
 
 def symbol_table(values: dict[int, int]) -> array | None:

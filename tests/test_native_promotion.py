@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 from array import array
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -616,9 +617,66 @@ def test_mid_character_states_merge_without_changing_the_language(small_tokenize
     merged = pure_chunked(pattern, model, chunker)
     assert as_value(native_chunked(pattern, model, chunker)) == as_value(merged)
     monkeypatch.setattr(pretokenized, "_merged_mid_character", lambda dfa, mid: dfa)
-    product = pure_chunked(pattern, model, chunker)
+    with unkeyed():
+        product = pure_chunked(pattern, model, chunker)
     assert len(merged.transitions) < len(product.transitions) / 2
     assert minimize(merged) == minimize(product)
+
+
+@contextmanager
+def unkeyed():
+    """The chunked product keyed on every chunker state inside a character (pretokenized.mid_character_chunks
+    the identity), on both engines."""
+    def every_chunker_state(preset):
+        return [list(range(len(chunker_for(preset).dfa.transitions)))] * len(pretokenized.utf8_decoder(preset))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pretokenized, "mid_character_chunks", every_chunker_state)
+        pretokenized._packed_chunker.cache_clear()
+        try:
+            yield
+        finally:
+            pretokenized._packed_chunker.cache_clear()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from(["gpt2", "cl100k", "o200k"]))
+def test_keying_mid_character_states_leaves_the_chunked_pattern_as_it_was(data, preset) -> None:
+    """The product keyed on the chunker states a character's remaining atoms tell apart, dead characters not
+    made (mid_character_chunks), is state for state the product keyed on every chunker state, trimmed and
+    merged: the copies it leaves out are ones the merge and the trim drop (the oracle: the product as built
+    before keying).  Both engines."""
+    model = byte_model(data.draw(st.integers(0, 2)))
+    pattern = data.draw(byte_patterns(model))
+    chunker = chunker_for(preset)
+    keyed = pure_chunked(pattern, model, chunker), native_chunked(pattern, model, chunker)
+    with unkeyed():
+        every = pure_chunked(pattern, model, chunker), native_chunked(pattern, model, chunker)
+    assert as_value(keyed[0]) == as_value(keyed[1]) == as_value(every[0]) == as_value(every[1])
+
+
+def test_keying_mid_character_states_numbers_fewer_of_them(small_tokenizer, monkeypatch) -> None:
+    """A JSON object of two strings over GPT-2's chunker: the product keyed as mid_character_chunks says numbers
+    fewer than half the states of the product keyed on every chunker state, and ends the same DFA."""
+    model = small_tokenizer.model
+    chunker = chunker_for("gpt2")
+    pattern = trim(schema_to_dfa({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                                  "required": ["a", "b"], "additionalProperties": False}, alphabet_for(model)))
+    numbered = {}
+    real_numbering = pretokenized.Numbering
+
+    def counting(name, limit):
+        numbering = real_numbering(name, limit)
+        numbered.setdefault("runs", []).append(numbering)
+        return numbering
+
+    monkeypatch.setattr(pretokenized, "Numbering", counting)
+    keyed = pure_chunked(pattern, model, chunker)
+    with unkeyed():
+        every = pure_chunked(pattern, model, chunker)
+    first, second = (len(run.keys) for run in numbered["runs"])
+    assert first < second / 2
+    assert as_value(keyed) == as_value(every)
 
 
 def test_the_chunked_pattern_is_refused_at_the_lattice_arc_limit(small_tokenizer, monkeypatch) -> None:
@@ -676,10 +734,32 @@ def test_a_likely_refused_lattice_is_counted_before_the_rows_are_made(small_toke
     assert counted  # the count ran on some of them
 
 
+def test_the_lattice_of_a_chunked_pattern_past_the_dense_table_is_counted_as_the_walk_counts(monkeypatch) -> None:
+    """Over GPT-2, a chunked pattern of 70,000 states (48 JSON strings) is past the dense lookup table of 2**24
+    cells, so chunk_product's count searches its rows from end to end: refused at the lattice's own arcs
+    less one, kept at them, the same chunked pattern as without the count (the oracle: the walk's groups).
+    LATTICE_PER_CHUNKED_ARC is raised so that the count runs at both limits."""
+    model = load_tokenizer(require_shared() / "gpt2" / "vocab.json")
+    trie, chunker = SpellingTrie.from_model(model), chunker_for("gpt2")
+    names = [f"p{i}" for i in range(48)]
+    schema = {"type": "object", "properties": {name: {"type": "string"} for name in names}, "required": names,
+              "additionalProperties": False}
+    pattern = trim(schema_to_dfa(schema, alphabet_for(model)))
+    chunked = pretokenized.chunked_pattern(pattern, model, chunker)
+    assert len(chunked.transitions) * 257 > 1 << 24
+    lattice = sum(len(tokens) * len(pairs) for tokens, pairs in agnostic.walk_groups(chunked, trie))
+    arcs = sum(len(row) - (BOUNDARY in row) for row in chunked.transitions)
+    monkeypatch.setattr(pretokenized, "LATTICE_PER_CHUNKED_ARC", 100.0)
+    assert arcs * 100.0 > lattice and arcs <= lattice - 1  # the count runs, and decides
+    with pytest.raises(ArcLimitExceeded):
+        pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=lattice - 1, trie=trie)
+    assert as_value(pretokenized.chunked_pattern(pattern, model, chunker, max_arcs=lattice, trie=trie)) == as_value(chunked)
+
+
 def test_chunk_product_refuses_a_walker_that_is_not_one() -> None:
     pattern = trim(compile_regex("ab", alphabet_for(random_byte_model(1))))
     with pytest.raises(TypeError, match="walker must be an initialised TrieWalker"):
-        core.chunk_product(pattern.transitions, pattern.start, b"\0\0\1", b"", b"", b"\0\0", 1, 0, b"\1", BOUNDARY, -1, 10,
+        core.chunk_product(pattern.transitions, pattern.start, b"\0\0\1", b"", b"", b"\0\0", b"", 1, 0, b"\1", BOUNDARY, -1, 10,
                            object(), 2.0)
 
 
@@ -931,12 +1011,12 @@ def test_a_walk_ignores_keys_no_spelling_reads() -> None:
 def chunk_arguments(**change):
     """A two-state pattern over bytes 'a' and a 2-byte character, the gpt2 chunker and its decoder."""
     preset = "gpt2"
-    decoder, chunks = native.chunker_tables(pretokenized.utf8_decoder(preset), chunker_for(preset).dfa.transitions,
-                                            chunker_for(preset).boundary)
+    decoder, chunks, inside = native.chunker_tables(pretokenized.utf8_decoder(preset), chunker_for(preset).dfa.transitions,
+                                                    chunker_for(preset).boundary, pretokenized.mid_character_chunks(preset))
     chunker = chunker_for(preset)
     arguments = dict(transitions=[{10: 1, 11: 1, 12: 0}, {10: 0}], start=0, finals=bytes([0, 1]),
                      symbol_map=packed(*[-1] * 10, ord("a"), 0xC3, 0xA9), decoder=decoder, chunks=chunks,
-                     atoms=chunker.boundary, chunk_start=chunker.dfa.start,
+                     inside=inside, atoms=chunker.boundary, chunk_start=chunker.dfa.start,
                      chunk_finals=bytes(c in chunker.dfa.finals for c in range(len(chunker.dfa.transitions))),
                      boundary=BOUNDARY, max_states=-1)
     arguments.update(change)
@@ -954,7 +1034,8 @@ def test_a_well_formed_chunk_product_runs() -> None:
     dict(transitions=[]), dict(start=2), dict(start=-1), dict(finals=bytes(3)), dict(symbol_map=packed(300)),
     dict(symbol_map=packed(-2)), dict(symbol_map=b"\x01"), dict(decoder=packed(7) * 255),
     dict(decoder=packed(10_000) * 256), dict(decoder=packed(-100) * 256), dict(chunks=packed(0) * 7),
-    dict(chunks=packed(99) * 15), dict(atoms=0), dict(atoms=-4), dict(chunk_start=1 << 20),
+    dict(chunks=packed(99) * 15), dict(inside=b""), dict(inside=packed(0) * 7), dict(inside=packed(99) * (355 * 22)),
+    dict(inside=packed(-2) * (355 * 22)), dict(atoms=0), dict(atoms=-4), dict(chunk_start=1 << 20),
     dict(chunk_finals=b"\x01"), dict(max_states="many"),
 ])
 def test_a_chunk_product_refuses_arguments_that_lie(change) -> None:

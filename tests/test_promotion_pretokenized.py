@@ -143,6 +143,36 @@ def test_chunker_on_corpus_lines(preset: str, corpus: str) -> None:
     assert check_texts(preset, (t for t in texts if t)) > 1000
 
 
+@pytest.mark.parametrize("preset", CHUNKED_PRESETS)
+def test_the_chunker_state_kept_inside_a_character_moves_as_the_one_it_stands_for(preset: str) -> None:
+    """mid_character_chunks against its definition, from the decoder's own exits: for every decoder state
+    (the atoms its character can still end in found by a walk over every byte path) and chunker state, the
+    state kept is the first that moves alike on each of those atoms, and -1 exactly where none is taken."""
+    decoder = pretokenized_module.utf8_decoder(preset)
+    chunks = chunker_for(preset).dfa.transitions
+
+    def endings(d: int) -> set[int]:
+        found, stack = set(), [d]
+        while stack:
+            for v in decoder[stack.pop()].values():
+                if v < 0:
+                    found.add(-1 - v)
+                else:
+                    stack.append(v)
+        return found
+
+    table = pretokenized_module.mid_character_chunks(preset)
+    assert len(table) == len(decoder)
+    for d in range(1, len(decoder)):
+        atoms = endings(d)
+        for c, kept in enumerate(table[d]):
+            moves = [chunks[c].get(a) for a in sorted(atoms)]
+            if all(move is None for move in moves):
+                assert kept == -1
+            else:
+                assert kept == min(k for k in range(len(chunks)) if [chunks[k].get(a) for a in sorted(atoms)] == moves)
+
+
 # ---------------------------------------------------------------- (b) against encode_ordinary
 def accepted_all(dfa, limit: int = 200_000) -> set[tuple[int, ...]]:
     """Every sequence a DFA with a finite language accepts."""

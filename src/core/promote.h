@@ -583,6 +583,7 @@ done:
 
 /* The edge of `node` reading symbol index `symbol`, or -1 (its table, or a binary search over its sorted edges). */
 static int32_t walker_edge(const TrieWalker *w, int32_t node, int32_t symbol) {
+    if ((uint32_t)symbol >= (uint32_t)w->symbols) return -1; /* (an arc off the trie: product_lattice_over's) */
     if (w->wide_node_of && w->wide_node_of[node] >= 0)
         return w->wide_node_edge[(size_t)w->wide_node_of[node] * (size_t)w->symbols + (size_t)symbol] - 1;
     int32_t lo = w->node_start[node], hi = w->node_start[node + 1];
@@ -603,6 +604,7 @@ typedef struct {
     int32_t *dense;    /* packed rows x symbols: target + 1, 0 for none; or NULL */
     int32_t *sorted;   /* per state, its arcs sorted by symbol (when there is no dense table) */
     int rows_by_symbol;
+    int scanned;       /* rows in no order: searched from end to end (product_lattice_over's, of a few arcs) */
     int32_t *wide_of;  /* without a dense table: per packed row, its place in `wide`, or -1 */
     int32_t *wide;     /* the rows of LOOKUP_WIDE_ROW arcs or more as a table: target + 1, 0 for none */
 } Lookup;
@@ -704,6 +706,11 @@ static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol] - 1;
     if (l->wide_of && l->wide_of[r] >= 0) return l->wide[(size_t)l->wide_of[r] * (size_t)l->symbols + (size_t)symbol] - 1;
     size_t lo = rows->start[r], hi = rows->start[r + 1];
+    if (l->scanned) {
+        for (; lo < hi; lo++)
+            if (rows->symbol[lo] == symbol) return rows->target[lo];
+        return -1;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2, e = l->rows_by_symbol ? mid : (size_t)l->sorted[mid];
         int32_t s = rows->symbol[e];
@@ -1745,87 +1752,74 @@ static int32_t product_rows_find(ProductRows *r, int32_t s) {
     return -1;
 }
 
-/* Whether the token lattice of the trimmed product passes max_arcs, counted by walking `w` from each kept
- * state (equal rows walked once) with nothing filed: 1 over, 0 not, -1 out of memory.  What TrieWalker.walk
- * counts (arcs before keep), without the Python rows it reads and the pairs it keeps: a chunked pattern whose
+/* Whether the token lattice of the merged product passes max_arcs, counted by walking `w` from each state
+ * (equal rows walked once) with nothing filed: 1 over, 0 not, -1 out of memory.  What TrieWalker.walk counts
+ * (arcs before keep), without the Python rows it reads and the pairs it keeps: a chunked pattern whose
  * lattice is refused costs its C arrays only (a JSON Schema's refused last cut made 300 MB of rows, then
- * 270 MB of pairs, before). */
-static int product_lattice_over(const TrieWalker *w, const Rows *pattern, const ProductRows *product, Py_ssize_t states,
-                                int32_t kept, long long max_arcs) {
+ * 270 MB of pairs, before).  The walk reads the product's own arcs, in their order, beside one symbol an arc
+ * (the walker's, or one past its symbols for an arc off the trie), and searches a row from end to end where
+ * it has no table: a copy of the arcs sorted by symbol made a refused chunked pattern of 37M arcs take 300 MB
+ * more, and the rows it searches are a character's (64 continuation bytes at most). */
+static int product_lattice_over(const TrieWalker *w, const Rows *pattern, const ProductRows *product,
+                                const Ints *arc_from, const Ints *arc_target, Py_ssize_t states, long long max_arcs) {
     Rows rows = {0};
     Lookup lookup = {0};
     ProductRows same = *product;
     Ints found = {0}, stack = {0};
-    long long *counted = malloc(((size_t)kept + 1) * sizeof(long long));
+    size_t arcs = arc_from->length;
+    const int32_t *at = product->arc_start;
+    long long *counted = malloc(((size_t)states + 1) * sizeof(long long));
     int32_t *walker_symbol = malloc((pattern->arcs + 1) * sizeof(int32_t));
-    size_t arcs = 0;
     int over = -1;
     same.slot_state = NULL, same.slot_hash = NULL, same.value = NULL;
-    if (!counted || !walker_symbol || product_rows_init(&same, pattern, kept)) goto done;
+    rows.states = rows.packed = states, rows.arcs = arcs;
+    rows.row_of = malloc(((size_t)states + 1) * sizeof(int32_t));
+    rows.start = malloc(((size_t)states + 1) * sizeof(size_t));
+    rows.size = malloc(((size_t)states + 1) * sizeof(Py_ssize_t));
+    rows.symbol = malloc((arcs + 1) * sizeof(int32_t));
+    rows.target = arc_target->data;
+    if (!counted || !walker_symbol || !rows.row_of || !rows.start || !rows.size || !rows.symbol ||
+        product_rows_init(&same, pattern, (int32_t)states))
+        goto done;
     for (size_t e = 0; e < pattern->arcs; e++) { /* a pattern arc's symbol as the walker's index, -1 if none */
         long long v = same.value[e];
         walker_symbol[e] = v >= 0 && v < w->symbol_range ? w->symbol_index[v] : -1;
     }
-    for (Py_ssize_t s = 0; s < states; s++)
-        if (product->new_id[s] >= 0)
-            for (int32_t a = product->arc_start[s]; a < product->arc_start[s + 1]; a++)
-                arcs += product->arc_from[a] >= 0 && walker_symbol[product->arc_from[a]] >= 0 &&
-                        product->new_id[product->arc_target[a]] >= 0;
-    rows.states = rows.packed = kept;
-    rows.row_of = malloc(((size_t)kept + 1) * sizeof(int32_t));
-    rows.start = malloc(((size_t)kept + 1) * sizeof(size_t));
-    rows.size = malloc(((size_t)kept + 1) * sizeof(Py_ssize_t));
-    rows.symbol = malloc((arcs + 1) * sizeof(int32_t));
-    rows.target = malloc((arcs + 1) * sizeof(int32_t));
-    if (!rows.row_of || !rows.start || !rows.size || !rows.symbol || !rows.target) goto done;
-    size_t e = 0;
-    for (Py_ssize_t s = 0; s < states; s++) {
-        int32_t k = product->new_id[s];
-        if (k < 0) continue;
-        rows.row_of[k] = k;
-        rows.start[k] = e;
-        for (int32_t a = product->arc_start[s]; a < product->arc_start[s + 1]; a++) {
-            int32_t t = product->new_id[product->arc_target[a]];
-            if (product->arc_from[a] < 0 || t < 0 || walker_symbol[product->arc_from[a]] < 0) continue;
-            /* kept in symbol order (only the count is read here, not the walk's order), so the lookup needs
-             * no index beside the rows: 4 bytes an arc less on the largest patterns */
-            int32_t symbol = walker_symbol[product->arc_from[a]];
-            size_t at = e++;
-            for (; at > rows.start[k] && rows.symbol[at - 1] > symbol; at--) {
-                rows.symbol[at] = rows.symbol[at - 1];
-                rows.target[at] = rows.target[at - 1];
-            }
-            rows.symbol[at] = symbol;
-            rows.target[at] = t;
+    for (Py_ssize_t q = 0; q < states; q++) {
+        rows.row_of[q] = (int32_t)q;
+        rows.start[q] = (size_t)at[q];
+        rows.size[q] = at[q + 1] - at[q];
+        for (int32_t a = at[q]; a < at[q + 1]; a++) {
+            int32_t from = arc_from->data[a], symbol = from >= 0 ? walker_symbol[from] : -1;
+            rows.symbol[a] = symbol >= 0 ? symbol : w->symbols;
         }
-        rows.size[k] = (Py_ssize_t)(e - rows.start[k]);
     }
-    rows.start[kept] = e;
-    rows.arcs = e;
-    if (lookup_init(&lookup, &rows, w->symbols, 1)) goto done;
+    rows.start[states] = arcs;
+    /* (symbols + 1: the arcs off the trie have their column, which no trie edge reads) */
+    if (lookup_init(&lookup, &rows, w->symbols + 1, 1)) goto done;
+    lookup.scanned = !lookup.dense;
     long long total = 0;
     over = 0;
-    for (Py_ssize_t s = 0; s < states && !over; s++) {
-        int32_t k = product->new_id[s];
-        if (k < 0) continue;
-        int32_t earlier = product_rows_find(&same, (int32_t)s);
+    for (Py_ssize_t q = 0; q < states && !over; q++) {
+        int32_t earlier = product_rows_find(&same, (int32_t)q);
         if (earlier >= 0) {
-            counted[k] = counted[product->new_id[earlier]];
+            counted[q] = counted[earlier];
         } else {
             found.length = 0;
-            if (walker_walk_state(w, &lookup, k, &found, &stack)) {
+            if (walker_walk_state(w, &lookup, (int32_t)q, &found, &stack)) {
                 over = -1;
                 break;
             }
-            counted[k] = (long long)(found.length / 2);
+            counted[q] = (long long)(found.length / 2);
         }
-        total += counted[k];
+        total += counted[q];
         over = total > max_arcs;
     }
 done:
     free(counted), free(walker_symbol), free(found.data), free(stack.data);
     lookup_free(&lookup);
-    free(rows.row_of), free(rows.start), free(rows.size), free(rows.symbol), free(rows.target);
+    rows.target = NULL; /* the product's */
+    free(rows.row_of), free(rows.start), free(rows.size), free(rows.symbol);
     product_rows_free(&same);
     return over;
 }
@@ -1859,10 +1853,12 @@ static int decoder_heights(const int32_t *decoder, int32_t decoder_states, uint8
  * state's targets are settled before it is, so one pass finds what rounds of the rule would (the pure twin
  * goes round after round until nothing merges; a row's arcs are compared as sets).  A JSON string's
  * mid-character states, one per decoder state, chunker state and string, mostly agree: over GPT-2 a schema's
- * 71k states become 21k.  The states left keep their order; states between characters are never merged (that
- * would take the whole minimization, whose log factor costs more than the walk it saves).  Its pure twin:
- * pretokenized._merged_mid_character.  height: one byte per product state (before the trim).  0, or -1 out of
- * memory. */
+ * 66k trimmed states became 20k (keyed as pretokenized.mid_character_chunks says, the product makes 21k and
+ * this merges them to the same 20k).  The states left keep their order; states between characters are never
+ * merged (that would take the whole minimization, whose log factor costs more than the walk it saves).  Its
+ * pure twin: pretokenized._merged_mid_character.  height: one byte per product state (before the trim).  On
+ * return the arcs are those of the states left (written over the product's, in place) and new_id is the
+ * identity, merged or not.  0, or -1 out of memory. */
 static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, Ints *finals, int32_t **new_id,
                            Py_ssize_t *states, int32_t *kept, int32_t *product_start, const uint8_t *height,
                            const long long *value) {
@@ -1876,7 +1872,7 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     uint8_t *level = calloc((size_t)m + 1, 1);
     long long max_value = 0;
     size_t by_level[257] = {0};
-    Ints new_start = {0}, new_from = {0}, new_target = {0}, new_finals = {0};
+    Ints new_finals = {0};
     int status = -1;
     if (!size || !cls || !next || !origin || !order || !level) goto done;
     for (Py_ssize_t s = 0; s < *states; s++) {
@@ -1891,10 +1887,8 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
             if (height[s] && height[target[a]] >= height[s]) max_value = MERGE_MAX_SYMBOL + 1;
         }
     }
-    if (max_value > MERGE_MAX_SYMBOL) { /* (symbols past any vocabulary: left as they are, as the pure twin does) */
-        status = 0;
-        goto done;
-    }
+    for (int32_t k = 0; k < m; k++) cls[k] = k;
+    if (max_value > MERGE_MAX_SYMBOL) goto compact; /* (symbols past any vocabulary: none merged, as the pure twin does) */
     /* the mid-character states by height, lowest first, each height in state order (a counting sort) */
     for (int32_t k = 0; k < m; k++) by_level[level[k] + 1]++;
     for (int h = 1; h < 257; h++) by_level[h] += by_level[h - 1];
@@ -1904,7 +1898,6 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     slot = malloc(table * sizeof *slot), stamp = calloc((size_t)max_value + 2, 4), seen = malloc(((size_t)max_value + 2) * 4);
     if (!slot || !stamp || !seen) goto done;
     for (size_t j = 0; j < table; j++) slot[j].state = -1;
-    for (int32_t k = 0; k < m; k++) cls[k] = k;
     int32_t epoch = 0;
     for (int32_t i = 0; i < m; i++) {
         int32_t k = order[i];
@@ -1942,26 +1935,12 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
             slot[j].hash = hash;
         }
     }
-    /* the states left, in order, and the arcs of each */
+compact:
+    /* the states left, in order: their finals and start first (what can fail), then their arcs written over
+     * the product's own, front to back (a state's arcs move down or stay: no second copy of the arcs, which
+     * are the call's peak) */
     int32_t count = 0;
     for (int32_t k = 0; k < m; k++) next[k] = cls[k] == k ? count++ : -1;
-    size_t left_arcs = 0;
-    for (int32_t k = 0; k < m; k++) left_arcs += cls[k] == k ? (size_t)size[k] : 0;
-    if (ints_reserve(&new_start, (size_t)count + 1) || ints_reserve(&new_from, left_arcs + 1) ||
-        ints_reserve(&new_target, left_arcs + 1))
-        goto done;
-    for (int32_t k = 0; k < m; k++) {
-        if (cls[k] != k) continue;
-        int32_t s = origin[k];
-        new_start.data[new_start.length++] = (int32_t)new_from.length;
-        for (int32_t a = at[s]; a < at[s + 1]; a++) {
-            int32_t t = id[target[a]];
-            if (t < 0) continue;
-            new_from.data[new_from.length++] = from[a];
-            new_target.data[new_target.length++] = next[cls[t]];
-        }
-    }
-    new_start.data[new_start.length++] = (int32_t)new_from.length;
     for (size_t f = 0; f < finals->length; f++) {
         int32_t k = id[finals->data[f]];
         if (k >= 0 && ints_push(&new_finals, next[cls[k]])) goto done;
@@ -1970,19 +1949,40 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
     if (!identity) goto done;
     for (int32_t i = 0; i < count; i++) identity[i] = i;
     int32_t new_product_start = next[cls[id[*product_start]]];
-    free(arc_start->data), free(arc_from->data), free(arc_target->data), free(finals->data), free(*new_id);
-    *arc_start = new_start, *arc_from = new_from, *arc_target = new_target, *finals = new_finals, *new_id = identity;
-    memset(&new_start, 0, sizeof new_start), memset(&new_from, 0, sizeof new_from);
-    memset(&new_target, 0, sizeof new_target), memset(&new_finals, 0, sizeof new_finals);
+    int32_t *write_start = arc_start->data, *write_from = arc_from->data, *write_target = arc_target->data;
+    int32_t written = 0, left = 0;
+    for (int32_t k = 0; k < m; k++) {
+        if (cls[k] != k) continue;
+        int32_t s = origin[k], first = at[s], last = at[s + 1]; /* read before write_start[left] (left <= s) */
+        write_start[left++] = written;
+        for (int32_t a = first; a < last; a++) {
+            int32_t t = id[target[a]];
+            if (t < 0) continue;
+            write_from[written] = from[a];
+            write_target[written++] = next[cls[t]];
+        }
+    }
+    write_start[left] = written;
+    arc_start->length = (size_t)count + 1, arc_from->length = arc_target->length = (size_t)written;
+    free(finals->data), free(*new_id);
+    *finals = new_finals, *new_id = identity;
+    memset(&new_finals, 0, sizeof new_finals);
     *states = count, *kept = count, *product_start = new_product_start;
     status = 0;
 done:
     free(size), free(cls), free(next), free(origin), free(order), free(level), free(slot), free(stamp), free(seen);
-    free(new_start.data), free(new_from.data), free(new_target.data), free(new_finals.data);
+    free(new_finals.data);
     return status;
 }
 
-/* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, atoms, chunk_start, chunk_finals,
+/* Whether every entry is a chunker state or -1. */
+static int chunk_states_or_none(const int32_t *table, Py_ssize_t length, int32_t chunk_states) {
+    for (Py_ssize_t k = 0; k < length; k++)
+        if (table[k] < -1 || table[k] >= chunk_states) return 0;
+    return 1;
+}
+
+/* chunk_product(transitions, start, finals, symbol_map, decoder, chunks, inside, atoms, chunk_start, chunk_finals,
  *               boundary, max_states, max_arcs=-1, walker=None, count_above=0.0) -> (rows, start, finals) of the
  * trimmed chunked pattern; rows is None for the empty language; the whole result is None once more than
  * max_states (>= 0) states are numbered, and False when the trimmed pattern has more than max_arcs (>= 0)
@@ -1996,6 +1996,9 @@ done:
  *   decoder       per decoder state and byte: the next decoder state, -1 - atom where a character ends,
  *                 DECODER_NO_ARC where there is no arc
  *   chunks        per chunker state, atoms + 1 entries (the last: the cut), -1 where there is no arc
+ *   inside        per decoder state and chunker state, the chunker state a product state inside a character
+ *                 keeps (pretokenized.mid_character_chunks: the first that moves alike on the atoms the
+ *                 character can still end in), -1 where the character leads nowhere; empty with no decoder
  *   boundary      the key the BOUNDARY arcs get
  */
 static PyObject *chunk_product(PyObject *module, PyObject *args) {
@@ -2005,10 +2008,10 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     long long max_states, max_arcs = -1;
     PyObject *walker = Py_None;
     double count_above = 0.0;
-    Py_buffer v_finals = {0}, v_map = {0}, v_decoder = {0}, v_chunks = {0}, v_chunk_finals = {0};
-    if (!PyArg_ParseTuple(args, "Ony*y*y*y*iiy*OL|LOd:chunk_product", &transitions, &start, &v_finals, &v_map, &v_decoder,
-                          &v_chunks, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states, &max_arcs, &walker,
-                          &count_above))
+    Py_buffer v_finals = {0}, v_map = {0}, v_decoder = {0}, v_chunks = {0}, v_inside = {0}, v_chunk_finals = {0};
+    if (!PyArg_ParseTuple(args, "Ony*y*y*y*y*iiy*OL|LOd:chunk_product", &transitions, &start, &v_finals, &v_map,
+                          &v_decoder, &v_chunks, &v_inside, &atoms, &chunk_start, &v_chunk_finals, &boundary, &max_states,
+                          &max_arcs, &walker, &count_above))
         return NULL;
     PyObject *result = NULL;
     Rows rows = {0};
@@ -2016,10 +2019,10 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     Ints arc_start = {0}, arc_from = {0}, arc_target = {0}, finals = {0}, order = {0}, reverse = {0}, reverse_start = {0};
     uint8_t *acc = NULL, *coacc = NULL, *height = NULL, *decoder_height = NULL;
     int32_t *new_id = NULL;
-    int32_t *own_decoder = NULL, *own_chunks = NULL;
+    int32_t *own_decoder = NULL, *own_chunks = NULL, *own_inside = NULL;
     uint8_t *own_finals = NULL, *own_chunk_finals = NULL;
     int32_t kept = 0;
-    Py_ssize_t map_length, decoder_length, chunk_length;
+    Py_ssize_t map_length, decoder_length, chunk_length, inside_length;
     if (walker != Py_None && (!PyObject_TypeCheck(walker, &TrieWalkerType) || !((TrieWalker *)walker)->node_start)) {
         PyErr_SetString(PyExc_TypeError, "chunk_product: walker must be an initialised TrieWalker or None");
         goto done;
@@ -2027,13 +2030,15 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     const int32_t *map = int32_table(&v_map, -1, "symbol_map", &map_length);
     const int32_t *decoder = map ? int32_table(&v_decoder, -1, "decoder", &decoder_length) : NULL;
     const int32_t *chunks = decoder ? int32_table(&v_chunks, -1, "chunks", &chunk_length) : NULL;
-    if (!chunks) goto done;
+    const int32_t *inside = chunks ? int32_table(&v_inside, -1, "inside", &inside_length) : NULL;
+    if (!inside) goto done;
     /* the tables read without the GIL are copies: another thread cannot change them under the loop */
     own_decoder = copy_ints(decoder, (size_t)decoder_length);
     own_chunks = copy_ints(chunks, (size_t)chunk_length);
+    own_inside = copy_ints(inside, (size_t)inside_length);
     own_finals = malloc((size_t)v_finals.len + 1);
     own_chunk_finals = malloc((size_t)v_chunk_finals.len + 1);
-    if (!own_decoder || !own_chunks || !own_finals || !own_chunk_finals) {
+    if (!own_decoder || !own_chunks || !own_inside || !own_finals || !own_chunk_finals) {
         PyErr_NoMemory();
         goto done;
     }
@@ -2041,6 +2046,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     memcpy(own_chunk_finals, v_chunk_finals.buf, (size_t)v_chunk_finals.len);
     decoder = own_decoder;
     chunks = own_chunks;
+    inside = own_inside;
     int byte_level = decoder_length > 0;
     if (atoms < 1 || atoms > 1 << 20 || decoder_length % 256 || chunk_length % (atoms + 1) ||
         chunk_length / (atoms + 1) < 1 || chunk_length / (atoms + 1) > INT32_MAX / 4) {
@@ -2065,11 +2071,16 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             goto done;
         }
     }
-    for (Py_ssize_t k = 0; k < chunk_length; k++)
-        if (chunks[k] < -1 || chunks[k] >= chunk_states) {
-            PyErr_SetString(PyExc_ValueError, "chunk_product: the chunker table holds a state out of range");
-            goto done;
-        }
+    if (!chunk_states_or_none(chunks, chunk_length, chunk_states)) {
+        PyErr_SetString(PyExc_ValueError, "chunk_product: the chunker table holds a state out of range");
+        goto done;
+    }
+    if (inside_length != (byte_level ? (Py_ssize_t)decoder_states * chunk_states : 0) ||
+        !chunk_states_or_none(inside, inside_length, chunk_states)) {
+        PyErr_SetString(PyExc_ValueError, "chunk_product: the inside table is not a chunker state (or -1) per decoder "
+                                          "and chunker state");
+        goto done;
+    }
     if (rows_pack(transitions, map, map_length, &rows, 1)) goto done;
     Py_ssize_t n = rows.states;
     if (start < 0 || start >= n || v_finals.len != n || n > INT32_MAX / 4) {
@@ -2100,6 +2111,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
                 int32_t v = decoder[(size_t)d * 256 + (size_t)symbol];
                 if (v == DECODER_NO_ARC) continue;
                 if (v >= 0) {
+                    nc = inside[(size_t)v * (size_t)chunk_states + (size_t)c];
                     nd = v;
                 } else {
                     nc = chunks[(size_t)c * (size_t)(atoms + 1) + (size_t)(-1 - v)];
@@ -2244,7 +2256,8 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
              * exactly here, before the rows are made, so that a refusal costs no rows */
             ProductRows product = {.arc_start = arc_start.data, .arc_from = arc_from.data, .arc_target = arc_target.data,
                                    .new_id = new_id};
-            int over = product_lattice_over((TrieWalker *)walker, &rows, &product, states, kept, max_arcs);
+            int over = product_lattice_over((TrieWalker *)walker, &rows, &product, &arc_from, &arc_target, states,
+                                            max_arcs);
             if (over < 0) {
                 PyErr_NoMemory();
                 goto done;
@@ -2322,6 +2335,7 @@ fail:
 done:
     free(own_decoder);
     free(own_chunks);
+    free(own_inside);
     free(own_finals);
     free(own_chunk_finals);
     free(acc);
@@ -2346,6 +2360,7 @@ done:
     PyBuffer_Release(&v_map);
     PyBuffer_Release(&v_decoder);
     PyBuffer_Release(&v_chunks);
+    PyBuffer_Release(&v_inside);
     PyBuffer_Release(&v_chunk_finals);
     return result;
 }
