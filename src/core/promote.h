@@ -1935,7 +1935,7 @@ static int chunk_merge_mid(Ints *arc_start, Ints *arc_from, Ints *arc_target, In
             slot[j].hash = hash;
         }
     }
-compact:
+compact:; /* (a statement: a declaration may not follow a label before C23) */
     /* the states left, in order: their finals and start first (what can fail), then their arcs written over
      * the product's own, front to back (a state's arcs move down or stay: no second copy of the arcs, which
      * are the call's peak) */
