@@ -102,7 +102,9 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     A state is ``(pattern state, chunker state, decoder state)``; the decoder
     state is 0 between characters (character-level models always).  The
     empty text is zero chunks: it is accepted when the pattern accepts it.
-    States inside a character with the same future are merged
+    Inside a character the product keys a state on the first chunker state
+    that moves alike on the atoms left (:func:`mid_character_chunks`), and
+    the states with the same future left after that are merged
     (:func:`_merged_mid_character`).  On the compiled core the product, the
     trim and the merge run there (``bpefst._core.chunk_product``);
     :func:`_chunked_pattern` is its pure twin.
@@ -175,8 +177,10 @@ def _merged_mid_character(dfa: DFA, mid: list[bool]) -> DFA:
     equivalent, and each is merged into the first of them, round after round
     until nothing merges.  A JSON string's mid-character states, one per
     decoder state, chunker state and string, mostly agree (over GPT-2 a
-    schema's 71k states become 21k), and the lattice promotion walks next
-    shrinks with them.  States between characters are left apart (merging
+    schema's 66k trimmed states became 20k; keyed as
+    :func:`mid_character_chunks` says, the product makes 21k and this merges
+    them to the same 20k), and the lattice promotion walks next shrinks with
+    them.  States between characters are left apart (merging
     them is the whole minimization, which costs more than the walk it saves).
     The states left keep their order and their rows' order.  The compiled
     twin is ``chunk_merge_mid`` in ``src/core/promote.h``.
