@@ -23,6 +23,7 @@ a crash.  Each test skips with the reason when the extension is not built.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -320,18 +321,26 @@ def test_walks_of_a_pattern_with_more_wide_rows_than_their_table_holds_match_the
     assert_walks_match_the_pure_walks(transitions, trie_of(spellings))
 
 
-def test_a_large_pattern_walks_its_wide_states_carrying_transforms(small_tokenizer, monkeypatch) -> None:
-    """walk_groups over a chunked pattern past the transform walk's size with wide rows (a JSON string's
-    states between characters): its wide states' groups from one walk carrying transforms, then the others'
-    walked one by one; the same list on both engines, the lattice of the walks from every state, and the
-    lattice limit where the walks from every state count it (before keep), with its own figure."""
+def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokenizer, monkeypatch) -> None:
+    """walk_groups over a chunked pattern past the transform walk's size with heavy states (a JSON string's
+    states between characters, which read the symbols most tokens begin with): their groups from one walk
+    carrying transforms, then the others' walked one by one; the same list on both engines, the lattice of
+    the walks from every state, and the lattice limit where the walks from every state count it (before
+    keep), with its own figure.  The small vocabulary begins fewer tokens with any symbol than a real one:
+    the bound is set at the heaviest states' weight."""
     model = small_tokenizer.model
     trie = SpellingTrie.from_model(model)
     keep = DEFAULT_PARTS.get(model).automaton.reachable_flags
     chunked = pretokenized.chunked_pattern(trim(schema_to_dfa({"type": "string"}, alphabet_for(model))), model,
-                                           chunker_for("gpt2"))  # 5,044 states, 11 wide
+                                           chunker_for("gpt2"))
     transitions = chunked.transitions
-    wide = [q for q, row in enumerate(transitions) if len(row) >= agnostic._WIDE_ROW]
+    leading = trie.leading_counts()
+    byte_id = {spelled[0]: token for token, spelled in model.vocab.items() if len(spelled) == 1}  # the vocabulary's own bytes
+    assert {symbol: count for symbol, count in enumerate(leading) if count} == \
+        collections.Counter(byte_id[spelled[0]] for spelled in model.vocab.values() if all(b in byte_id for b in spelled))
+    weights = [sum(leading[s] for s in row if s < len(leading)) for row in transitions]
+    monkeypatch.setattr(agnostic, "_TRANSFORM_WALK_WEIGHT", max(weights))
+    wide = [q for q, weight in enumerate(weights) if weight >= max(weights)]
     assert len(transitions) > agnostic._TRANSFORM_WALK_STATES and 0 < len(wide) < len(transitions) / 4
     compiled = agnostic.walk_groups(chunked, trie, None, keep)
     everything = agnostic._groups_by_walks(transitions, trie)
@@ -558,7 +567,7 @@ def real_patterns(model):
 def test_the_compiled_chunked_pattern_reads_as_its_list_of_dicts(small_tokenizer) -> None:
     """chunk_product's rows (``bpefst._core.PackedRows``, dicts made when asked for) are the pure twin's list of
     dicts: len, rows[q] (the same dict each time, negative indexes too, out of range an IndexError), iteration,
-    == and != both ways, pickled as that list; cuts(), sizes() and has_boundary() say what the dicts do."""
+    == and != both ways, pickled as that list; cuts(), weights() and has_boundary() say what the dicts do."""
     import pickle
 
     model = small_tokenizer.model
@@ -578,7 +587,11 @@ def test_the_compiled_chunked_pattern_reads_as_its_list_of_dicts(small_tokenizer
         assert found != changed and changed != found
         assert pickle.loads(pickle.dumps(found)) == rows and type(pickle.loads(pickle.dumps(found))) is list
         assert found.cuts() == [row.get(BOUNDARY) for row in rows]
-        assert found.sizes() == [len(row) for row in rows]
+        weights = array("q", range(1, 300))
+        assert found.weights(weights) == [sum(weights[s] for s in row if 0 <= s < 299) for row in rows]
+        assert found.weights(array("q")) == [0] * len(rows)
+        with pytest.raises(TypeError):
+            found.weights(array("i", range(300)))
         assert found.has_boundary() == any(BOUNDARY in row for row in rows) is True
     without = native_chunked(trim(compile_regex("ab", alphabet_for(model))), model, chunker_for("gpt2")).transitions
     assert not without.has_boundary() and without.cuts() == [None] * len(without)
@@ -776,10 +789,22 @@ def liveness_inputs(model, pattern, preset="gpt2", parts=None):
 
 
 def assert_same_liveness(groups, n, finals, cut, automaton) -> None:
+    """The same good sets and the same pairs filed; the compiled ``filed`` (a ``Filed``, arrays) is the list
+    of lists the pure solve makes, read as a sequence, and holds the groups' own token objects."""
+    import pickle
+
     compiled = on_demand.solve_liveness(groups, n, finals, cut, automaton, engine="compiled")
     pure = on_demand.solve_liveness(groups, n, finals, cut, automaton, engine="pure")
     assert compiled[0] == pure[0]
-    assert compiled[1] == pure[1]
+    filed = compiled[1]
+    assert type(filed).__name__ == "Filed" and len(filed) == n
+    assert filed == pure[1] and pure[1] == filed and not filed != pure[1] and list(filed) == pure[1]
+    assert [filed[q] for q in range(n)] == pure[1] and filed[-1] == pure[1][-1]
+    with pytest.raises(IndexError):
+        filed[n]
+    assert pickle.loads(pickle.dumps(filed)) == pure[1]
+    group_tokens = {id(tokens) for tokens, _ in groups}
+    assert all(id(tokens) in group_tokens or type(tokens) is list for row in filed for tokens, _ in row)
     # equal bitsets come out as one object on both engines (memory: string states share their good set)
     assert len({id(g) for g in compiled[0]}) == len(set(compiled[0])) == len({id(g) for g in pure[0]})
 

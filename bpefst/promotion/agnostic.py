@@ -18,15 +18,16 @@ Patterns of fewer states are walked once, carrying *transforms* (the partial
 map ``q -> δ*(q, w)`` of the spellings ``w`` so far), tokens filed by the
 transform they end in: ``TrieWalker.walk_transforms`` on the core, with
 :func:`_groups_by_transforms` as its twin (the same groups in the same order).
-In a larger pattern the states whose rows read many symbols (a JSON string's
-states between characters, each reading most of the vocabulary) are still
-walked together carrying transforms, and only the others state by state
+In a larger pattern the states whose walks may find many tokens (a JSON
+string's states between characters, each reading most of the vocabulary) are
+still walked together carrying transforms, and only the others state by state
 (:func:`walk_groups`; both walks take the states to start from).
 """
 
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -51,6 +52,7 @@ class SpellingTrie:
     _subtrees: Subtrees | None = field(default=None, init=False, repr=False, compare=False)
     _walks: int = field(default=0, init=False, repr=False, compare=False)
     _symbols: frozenset[int] | None = field(default=None, init=False, repr=False, compare=False)
+    _leading: array | None = field(default=None, init=False, repr=False, compare=False)
     _walker: object = field(default=None, init=False, repr=False, compare=False)
     _walker_packed: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -118,6 +120,18 @@ class SpellingTrie:
         if self._symbols is None:
             self._symbols = frozenset(s for kids in self.children for s in kids)
         return self._symbols
+
+    def leading_counts(self) -> array:
+        """Per symbol, how many tokens' spellings begin with it, as an ``array('q')`` indexed by symbol: at
+        most that many tokens are found by a walk from a state reading the symbol.  Counted once."""
+        if self._leading is None:
+            spellings = self.spellings if self.spellings is not None else self._spell_all()
+            counts = Counter(spelling[0] for spelling in spellings.values() if spelling)
+            table = array("q", bytes(8 * (max(counts, default=-1) + 1)))
+            for symbol, count in counts.items():
+                table[symbol] = count
+            self._leading = table
+        return self._leading
 
     def subtrees(self) -> Subtrees:
         """The index of large subtrees (:mod:`.subtrees`) for filing tokens in bulk; built once."""
@@ -540,11 +554,13 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
 
     For patterns walked by transforms a group is a transform (one pass of the
     trie, no row written); otherwise the tokens of one row with one target.
-    A large pattern's states whose rows read many symbols (:data:`_WIDE_ROW`:
+    A large pattern's states whose walks may find many tokens (at least
+    :data:`_TRANSFORM_WALK_WEIGHT` tokens begin with a symbol their row reads:
     a JSON string's states between two characters, which read most of the
-    vocabulary) are walked together carrying transforms, their groups first,
-    and the rest (mid-character states, reading a few continuation bytes)
-    one by one.  ``keep``: a flag per token (A_BPE's ``reachable``); the
+    vocabulary, or after a space, which begins half of it) are walked together
+    carrying transforms, their groups first, and the rest (mid-character
+    states, reading a few continuation bytes; digits, punctuation) one by one.
+    ``keep``: a flag per token (A_BPE's ``reachable``); the
     tokens without it are left out of their groups and groups left empty are
     dropped (``max_arcs`` counts the arcs before that).
     """
@@ -554,36 +570,42 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
         if walker is not None:
             return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True)
         return _groups_by_transforms(transitions, trie, max_arcs, keep)
-    wide = bytes(size >= _WIDE_ROW for size in _row_sizes(transitions))
-    if not any(wide):
+    heavy = bytes(weight >= _TRANSFORM_WALK_WEIGHT for weight in _row_weights(transitions, trie.leading_counts()))
+    if not any(heavy):
         return _walk_one_by_one(transitions, trie, walker, max_arcs, keep)
     if walker is not None:
-        groups = _walk_natively(walker, transitions, max_arcs, groups=True, transforms=True, sources=wide)
+        groups = _walk_natively(walker, transitions, max_arcs, groups=True, transforms=True, sources=heavy)
     else:
-        groups = _groups_by_transforms(transitions, trie, max_arcs, sources=wide)
+        groups = _groups_by_transforms(transitions, trie, max_arcs, sources=heavy)
     arcs = sum(len(tokens) * len(pairs) for tokens, pairs in groups)  # (before keep, as the limit counts)
     groups = _kept(groups, keep)
     groups.sort(key=_first_token)
     try:
         rest = _walk_one_by_one(transitions, trie, walker, None if max_arcs is None else max_arcs - arcs, keep,
-                                sources=wide.translate(_NOT))
+                                sources=heavy.translate(_NOT))
     except ArcLimitExceeded:
         raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False) from None
     return groups + rest
 
 
-def _row_sizes(transitions) -> list[int]:
-    """``len(row)`` per state; a compiled chunked pattern's rows (``bpefst._core.PackedRows``) say it without
-    making their dicts."""
-    sizes = getattr(transitions, "sizes", None)
-    return sizes() if sizes is not None else list(map(len, transitions))
+def _row_weights(transitions, leading: array) -> list[int]:
+    """Per state, how many tokens begin with a symbol its row reads (``leading``: :meth:`SpellingTrie.leading_counts`),
+    a bound on the arcs of the walk from it; a compiled chunked pattern's rows (``bpefst._core.PackedRows``)
+    sum them without making their dicts."""
+    weights = getattr(transitions, "weights", None)
+    if weights is not None:
+        return weights(leading)
+    size = len(leading)
+    return [sum(leading[symbol] for symbol in row if 0 <= symbol < size) for row in transitions]
 
 
-# Rows reading at least this many symbols are walked carrying transforms in a large pattern (walk_groups): a
-# string's states between characters read 200-250 bytes, mid-character ones at most 64 continuation bytes.
-# A JSON Schema over GPT-2 (kb_962, 71k states before the merge of pretokenized._merged_mid_character, 189 of
-# them wide): the walk 0.25 -> 0.14 s.
-_WIDE_ROW = 96
+# States whose walks may find this many tokens are walked carrying transforms in a large pattern (walk_groups).
+# By row size (at least 96 symbols, a string's states between characters) the states after a space (five
+# symbols, the space beginning 33,000 of GPT-2's tokens) and inside a word (77 symbols, 35,000 tokens) were
+# walked one by one: 94 such states of a median schema (GPT-2) filed 2.4M of its 5.5M arcs from states walked
+# one by one.  By this bound the walk of four schemas from the median to the p75 takes 0.06-0.24 s -> 0.03-0.14 s;
+# a mid-character state's continuation bytes begin a few dozen tokens.
+_TRANSFORM_WALK_WEIGHT = 1000
 _NOT = bytes([1] + [0] * 255)  # bytes.translate table: 0 -> 1, anything else -> 0
 
 

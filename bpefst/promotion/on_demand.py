@@ -43,6 +43,7 @@ the order they are first reached, and rows are computed once and kept.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter
 
@@ -281,11 +282,12 @@ class _Finals:
 
 
 def solve_liveness(groups, n_states: int, finals, cut, automaton: CanonicalAutomaton, engine: str | None = None
-                   ) -> tuple[list[int], list[list[tuple[list[int], int]]]]:
+                   ) -> tuple[list[int], Sequence[list[tuple[list[int], int]]]]:
     """``(good, filed)``: the fixpoint of the module docstring, and per lattice state the groups of good
     tokens with their target in the order found (a group's own ``array('I')``, or a list of the tokens of
     a group settled one by one).  On the compiled core (``bpefst._core.solve_liveness``)
-    where it runs and ``engine`` allows, else :class:`_Liveness`; both give the same lists."""
+    where it runs and ``engine`` allows, else :class:`_Liveness`; both give the same lists (the core's
+    ``filed`` a ``bpefst._core.Filed``, held as arrays, which makes ``filed[q]`` when it is read)."""
     checker = automaton.pair_checker() if native.choose(engine) == "compiled" else None
     if checker is not None:
         numbers, table, filed = native.core.solve_liveness(checker, n_states, sorted(finals), list(cut), groups)

@@ -831,7 +831,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0 ||
-        PyType_Ready(&TrieWalkerType) < 0 || PyType_Ready(&GuideCoreType) < 0 || PyType_Ready(&PackedRowsType) < 0)
+        PyType_Ready(&TrieWalkerType) < 0 || PyType_Ready(&GuideCoreType) < 0 || PyType_Ready(&PackedRowsType) < 0 ||
+        PyType_Ready(&FiledType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -841,12 +842,14 @@ PyMODINIT_FUNC PyInit__core(void) {
     Py_INCREF(&TrieWalkerType);
     Py_INCREF(&GuideCoreType);
     Py_INCREF(&PackedRowsType);
+    Py_INCREF(&FiledType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
         PyModule_AddObject(m, "BannedIndex", (PyObject *)&BannedIndexType) < 0 ||
         PyModule_AddObject(m, "TrieWalker", (PyObject *)&TrieWalkerType) < 0 ||
         PyModule_AddObject(m, "GuideCore", (PyObject *)&GuideCoreType) < 0 ||
         PyModule_AddObject(m, "PackedRows", (PyObject *)&PackedRowsType) < 0 ||
+        PyModule_AddObject(m, "Filed", (PyObject *)&FiledType) < 0 ||
         PyModule_AddIntConstant(m, "DECODER_NO_ARC", DECODER_NO_ARC) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PATTERN_GPT2", PATTERN_GPT2) < 0 ||
@@ -859,6 +862,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         Py_DECREF(&TrieWalkerType);
         Py_DECREF(&GuideCoreType);
         Py_DECREF(&PackedRowsType);
+        Py_DECREF(&FiledType);
         Py_DECREF(m);
         return NULL;
     }

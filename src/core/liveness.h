@@ -20,6 +20,7 @@
 #define BPEFST_LIVENESS_H
 
 #include "validate.h"
+#include "filed.h"
 
 typedef struct {
     uint32_t *tokens, count; /* the tokens of this (group, q) not yet known good */
@@ -55,7 +56,6 @@ typedef struct {
     uint32_t *word_start, *word_index;         /* group -> its words, none for most groups (liveness_group_words) */
     uint64_t *word_bits;                       /*   each: a word's index and the group's tokens in that word */
     PyObject **group_list;                     /* group -> its tokens, an array('I') or a list (a reference held here) */
-    PyObject **token_object;                   /* token -> its int in the settled lists (settled_token), or NULL */
     uint32_t lists_held;
     uint32_t *pair_group, *pair_q;             /* pair -> (group, q); its target is the state it is filed under */
     uint32_t *pred_start, *pred;               /* r -> the pairs into r, in the caller's order */
@@ -77,9 +77,8 @@ typedef struct {
     size_t stack_size;
     uint32_t *answered;                        /* token -> 1 + the follower that answered its last check, or 0 */
     Pending *pending;
-    PyObject *filed;                           /* q -> [(tokens, r), ...] */
-    PyObject **state_object;                   /* r -> r as an int, made when first filed */
-    PyObject *last_entry;                      /* the last (tokens, r) filed */
+    Ints filed;                                /* (q, code, r) per pair filed, in the order found (filed.h) */
+    Ints settled, batch_start;                 /* the tokens settled one by one, batch after batch */
 } Liveness;
 
 static void liveness_free(Liveness *l) {
@@ -90,19 +89,13 @@ static void liveness_free(Liveness *l) {
         for (uint32_t p = 0; p < l->pairs; p++)
             if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
     for (uint32_t g = 0; g < l->lists_held; g++) Py_DECREF(l->group_list[g]);
-    if (l->token_object)
-        for (uint32_t t = 0; t < l->checker->size; t++) Py_XDECREF(l->token_object[t]);
-    PyMem_Free(l->token_object);
     PyMem_Free(l->group_hash), PyMem_Free(l->word_start), PyMem_Free(l->word_index), PyMem_Free(l->word_bits);
     PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list);
     PyMem_Free(l->pair_group), PyMem_Free(l->pair_q), PyMem_Free(l->pred_start), PyMem_Free(l->pred);
     PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
     PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
     PyMem_Free(l->stack), PyMem_Free(l->answered), PyMem_Free(l->pending);
-    Py_XDECREF(l->filed), Py_XDECREF(l->last_entry);
-    if (l->state_object)
-        for (uint32_t r = 0; r < l->n; r++) Py_XDECREF(l->state_object[r]);
-    PyMem_Free(l->state_object);
+    free(l->filed.data), free(l->settled.data), free(l->batch_start.data);
 }
 
 static int state_of(PyObject *item, uint32_t n, uint32_t *state) {
@@ -573,24 +566,13 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
     return held < 0;
 }
 
-/* `filed` holds lists of (tokens, int) tuples, the tokens a group's array('I') or a list of the tokens settled
- * one by one, which can be in no cycle: the tuples, the per-state lists and the settled lists made here are
- * untracked (arrays never are), so the collection the next allocations trigger after a build does not scan
- * the hundreds of thousands of them (200 ms of a maxLength: 20 string's set-up).
- * An entry is immutable, so the states a group's arcs into r come from (filed one after the other when r
- * opens) share one tuple. */
-static int file(Liveness *l, uint32_t q, PyObject *tokens, uint32_t r) {
-    PyObject *target = l->state_object[r], *entry = l->last_entry;
-    if (!target && !(target = l->state_object[r] = PyLong_FromUnsignedLong(r))) return -1;
-    if (!entry || PyTuple_GET_ITEM(entry, 0) != tokens || PyTuple_GET_ITEM(entry, 1) != target) {
-        if (!(entry = PyTuple_New(2))) return -1;
-        Py_INCREF(tokens), Py_INCREF(target);
-        PyTuple_SET_ITEM(entry, 0, tokens);
-        PyTuple_SET_ITEM(entry, 1, target);
-        PyObject_GC_UnTrack(entry);
-        Py_XSETREF(l->last_entry, entry);
+/* File the pair (tokens `code`, r) under q: a group, or groups + a batch of tokens settled one by one. */
+static int file(Liveness *l, uint32_t q, uint32_t code, uint32_t r) {
+    if (ints_push(&l->filed, (int32_t)q) || ints_push(&l->filed, (int32_t)code) || ints_push(&l->filed, (int32_t)r)) {
+        PyErr_NoMemory();
+        return -1;
     }
-    return PyList_Append(PyList_GET_ITEM(l->filed, q), entry);
+    return 0;
 }
 
 /* Every arc into r is good, and every state that an opened state's growth lets cut opens in turn. */
@@ -604,7 +586,7 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
         for (uint32_t k = l->pred_start[r]; k < l->pred_start[r + 1]; k++) {
             uint32_t p = l->pred[k], g = l->pair_group[p], q = l->pair_q[p];
             if (waiting_built) l->pending[p].waiting = 0;
-            if (file(l, q, l->group_list[g], r)) return -1;
+            if (file(l, q, g, r)) return -1;
             int became = grow(l, q, l->group_token + l->group_start[g], l->group_start[g + 1] - l->group_start[g], g);
             if (became < 0) return -1;
             if (became)
@@ -644,19 +626,6 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
     return 0;
 }
 
-/* A settled token as an int, made on first use and kept for the solve: the tokens settled one by one are
- * filed as short lists (a JSON Schema's string states settle 20,000-150,000 of them, 2-3 tokens each), where
- * an int per list entry and not an array('I') per list is the cheaper object. */
-static PyObject *settled_token(Liveness *l, uint32_t token) {
-    if (!l->token_object && !(l->token_object = PyMem_Calloc((size_t)l->checker->size + 1, sizeof(PyObject *)))) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    PyObject *object = l->token_object[token];
-    if (!object) object = l->token_object[token] = PyLong_FromUnsignedLong(token);
-    return object;
-}
-
 /* The pending tokens of pair p that may now go on to good[r]: filed, added to good[q], the rest kept. */
 static int settle(Liveness *l, uint32_t p, uint32_t r) {
     Pending *pending = &l->pending[p];
@@ -674,22 +643,22 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
     }
     int rc = 0;
     if (found) {
-        uint32_t q = l->pair_q[p];
-        PyObject *list = PyList_New(found);
-        if (!list) goto failed;
-        for (uint32_t i = 0; i < found; i++) { /* one int per token however often it is settled */
-            PyObject *token = settled_token(l, settled[i]);
-            if (!token) {
-                Py_DECREF(list);
-                goto failed;
-            }
-            Py_INCREF(token);
-            PyList_SET_ITEM(list, i, token);
+        uint32_t q = l->pair_q[p], batch = (uint32_t)(l->batch_start.length ? l->batch_start.length - 1 : 0);
+        if (l->settled.length + found >= INT32_MAX || l->groups + (uint64_t)batch >= UINT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many tokens settled");
+            goto failed;
         }
-        PyObject_GC_UnTrack(list);
-        rc = file(l, q, list, r);
-        Py_DECREF(list);
-        if (rc) goto done;
+        if ((!l->batch_start.length && ints_push(&l->batch_start, 0)) || ints_reserve(&l->settled, found)) {
+            PyErr_NoMemory();
+            goto failed;
+        }
+        memcpy(l->settled.data + l->settled.length, settled, (size_t)found * 4);
+        l->settled.length += found;
+        if (ints_push(&l->batch_start, (int32_t)l->settled.length)) {
+            PyErr_NoMemory();
+            goto failed;
+        }
+        if ((rc = file(l, q, l->groups + batch, r))) goto done;
         if (pending->owned) PyMem_Free(pending->tokens);
         pending->tokens = rest, pending->count = kept, pending->owned = 1;
         rest = NULL;
@@ -752,6 +721,36 @@ fail:
     return NULL;
 }
 
+/* What was filed, as a Filed (filed.h): the pairs in the order found, sorted by state (a counting sort, which
+ * keeps each state's order); the groups' token objects move over to it. */
+static PyObject *liveness_filed(Liveness *l) {
+    Filed *f = PyObject_New(Filed, &FiledType);
+    if (!f) return NULL;
+    size_t pairs = l->filed.length / 3, batches = l->batch_start.length ? l->batch_start.length - 1 : 0;
+    f->states = l->n, f->groups = 0, f->group = NULL;
+    f->start = calloc((size_t)l->n + 1, 4), f->code = malloc(pairs * 4 + 4), f->target = malloc(pairs * 4 + 4);
+    f->batch_start = malloc((batches + 1) * 4), f->settled = malloc(l->settled.length * 4 + 4);
+    if (!f->start || !f->code || !f->target || !f->batch_start || !f->settled) {
+        Py_DECREF(f);
+        return PyErr_NoMemory();
+    }
+    const int32_t *entry = l->filed.data;
+    for (size_t k = 0; k < pairs; k++) f->start[entry[3 * k] + 1]++;
+    for (uint32_t q = 0; q < l->n; q++) f->start[q + 1] += f->start[q];
+    for (size_t k = 0; k < pairs; k++) { /* start[q] runs ahead while q's pairs are placed, then is set back */
+        uint32_t at = f->start[entry[3 * k]]++;
+        f->code[at] = (uint32_t)entry[3 * k + 1], f->target[at] = (uint32_t)entry[3 * k + 2];
+    }
+    for (uint32_t q = l->n; q > 0; q--) f->start[q] = f->start[q - 1];
+    f->start[0] = 0;
+    f->batch_start[0] = 0;
+    if (batches) memcpy(f->batch_start, l->batch_start.data, (batches + 1) * 4);
+    if (l->settled.length) memcpy(f->settled, l->settled.data, l->settled.length * 4);
+    f->group = l->group_list, f->groups = l->groups; /* (every group's tokens were read: lists_held == groups) */
+    l->group_list = NULL, l->lists_held = 0;
+    return (PyObject *)f;
+}
+
 /* solve_liveness(checker, n, finals, cut, groups) -> (numbers, table, filed): good[q] as liveness_good packs it,
  * and filed; see the file's comment. */
 static PyObject *solve_liveness(PyObject *module, PyObject *args) {
@@ -779,21 +778,12 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     l.open = PyMem_Calloc(n, 1), l.queued = PyMem_Calloc(n, 1), l.queue = PyMem_Malloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_Malloc(l.stack_size * 4);
     l.answered = PyMem_Calloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
-    l.filed = PyList_New(n);
-    l.state_object = PyMem_Calloc(n, sizeof(PyObject *));
-    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered || !l.filed ||
-        !l.state_object) {
+    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
     for (uint32_t q = 0; q < n; q++) l.good[q] = -1;
     if (table_grow(&l)) goto done;
-    for (uint32_t q = 0; q < n; q++) {
-        PyObject *list = PyList_New(0);
-        if (!list) goto done;
-        PyObject_GC_UnTrack(list);
-        PyList_SET_ITEM(l.filed, q, list);
-    }
     if (liveness_read_cut(&l, cut) || liveness_read_groups(&l, groups) || liveness_group_words(&l)) goto done;
     size_t memo_size = 64;
     while (memo_size < 2 * (size_t)l.pairs && memo_size < ((size_t)1 << 15)) memo_size *= 2;
@@ -849,11 +839,9 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
             if (l.pending[p].waiting && l.pending[p].count && settle(&l, p, r)) goto done;
         }
     }
-    PyObject *good = liveness_good(&l);
-    if (good) {
-        result = PyTuple_Pack(3, PyTuple_GET_ITEM(good, 0), PyTuple_GET_ITEM(good, 1), l.filed);
-        Py_DECREF(good);
-    }
+    PyObject *good = liveness_good(&l), *filed = good ? liveness_filed(&l) : NULL;
+    if (filed) result = PyTuple_Pack(3, PyTuple_GET_ITEM(good, 0), PyTuple_GET_ITEM(good, 1), filed);
+    Py_XDECREF(good), Py_XDECREF(filed);
 done:
     liveness_free(&l);
     if (collecting) PyGC_Enable();

@@ -8,7 +8,7 @@
  *
  * As a sequence it is what DFA.transitions is: len(), rows[q] (a dict symbol -> target, the same object
  * every time: read it, do not change it), iteration, == with a list of dicts (and pickling as one).  Beside
- * that, what the promotion reads of every row without making dicts: cuts(), sizes(), has_boundary(). */
+ * that, what the promotion reads of every row without making dicts: cuts(), weights(), has_boundary(). */
 
 #define PACKED_BOUNDARY (-1LL) /* the key of a row's BOUNDARY arc (symbols are >= 0) */
 
@@ -58,7 +58,8 @@ static PyObject *PackedRows_item(PackedRows *p, Py_ssize_t q) {
     return Py_NewRef(p->made[r]);
 }
 
-static PyObject *PackedRows_richcompare(PyObject *self, PyObject *other, int op) {
+/* == and != as the list of lists: PackedRows' and Filed's (a sequence of the same type is listed too). */
+static PyObject *compare_as_list(PyObject *self, PyObject *other, int op) {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
     PyObject *mine = PySequence_List(self);
     if (!mine) return NULL;
@@ -69,9 +70,11 @@ static PyObject *PackedRows_richcompare(PyObject *self, PyObject *other, int op)
     return result;
 }
 
-static PyObject *PackedRows_reduce(PyObject *self, PyObject *unused) {
-    PyObject *rows = PySequence_List(self);
-    return rows ? Py_BuildValue("(O(N))", (PyObject *)&PyList_Type, rows) : NULL;
+/* Pickled as the list it stands for. */
+static PyObject *reduce_as_list(PyObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *items = PySequence_List(self);
+    return items ? Py_BuildValue("(O(N))", (PyObject *)&PyList_Type, items) : NULL;
 }
 
 /* cuts() -> per state, the target of its BOUNDARY arc, or None. */
@@ -87,15 +90,33 @@ static PyObject *PackedRows_cuts(PackedRows *p, PyObject *unused) {
     return out;
 }
 
-/* sizes() -> per state, len(rows[q]). */
-static PyObject *PackedRows_sizes(PackedRows *p, PyObject *unused) {
-    PyObject *out = PyList_New(p->states);
-    for (Py_ssize_t q = 0; out && q < p->states; q++) {
-        int32_t r = p->row_of[q];
-        PyObject *size = PyLong_FromSize_t(p->start[r + 1] - p->start[r]);
-        if (!size) Py_CLEAR(out);
-        else PyList_SET_ITEM(out, q, size);
+/* weights(table) -> per state, the sum of table[symbol] over the symbols its row reads: table an array('q')
+ * indexed by symbol, the symbols past its end and the BOUNDARY arc weighing nothing.  Summed once per row. */
+static PyObject *PackedRows_weights(PackedRows *p, PyObject *table) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(table, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (view.itemsize != 8 || !view.format || strcmp(view.format, "q") != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "weights() takes an array('q') indexed by symbol");
+        return NULL;
     }
+    const long long *weight = view.buf;
+    Py_ssize_t symbols = view.len / 8;
+    long long *sum = malloc((size_t)p->rows * sizeof(long long) + 8);
+    PyObject *out = sum ? PyList_New(p->states) : PyErr_NoMemory();
+    for (Py_ssize_t r = 0; out && r < p->rows; r++) {
+        long long total = 0;
+        for (size_t a = p->start[r]; a < p->start[r + 1]; a++)
+            if (p->key[a] >= 0 && p->key[a] < symbols) total += weight[p->key[a]];
+        sum[r] = total;
+    }
+    for (Py_ssize_t q = 0; out && q < p->states; q++) {
+        PyObject *item = PyLong_FromLongLong(sum[p->row_of[q]]);
+        if (!item) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, q, item);
+    }
+    free(sum);
+    PyBuffer_Release(&view);
     return out;
 }
 
@@ -109,9 +130,10 @@ static PyObject *PackedRows_has_boundary(PackedRows *p, PyObject *unused) {
 
 static PyMethodDef PackedRows_methods[] = {
     {"cuts", (PyCFunction)PackedRows_cuts, METH_NOARGS, "Per state, the target of its BOUNDARY arc, or None."},
-    {"sizes", (PyCFunction)PackedRows_sizes, METH_NOARGS, "Per state, the number of arcs of its row."},
+    {"weights", (PyCFunction)PackedRows_weights, METH_O,
+     "weights(table) -> per state, the sum of table[symbol] (an array('q')) over its row's symbols."},
     {"has_boundary", (PyCFunction)PackedRows_has_boundary, METH_NOARGS, "Whether some state has a BOUNDARY arc."},
-    {"__reduce__", (PyCFunction)PackedRows_reduce, METH_NOARGS, "Pickled as the list of dicts it stands for."},
+    {"__reduce__", (PyCFunction)reduce_as_list, METH_NOARGS, "Pickled as the list of dicts it stands for."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -127,7 +149,7 @@ static PyTypeObject PackedRowsType = {
     .tp_doc = "A DFA's rows as arrays, read as a list of dicts (made when asked for); chunk_product's result.",
     .tp_dealloc = (destructor)PackedRows_dealloc,
     .tp_as_sequence = &PackedRows_as_sequence,
-    .tp_richcompare = PackedRows_richcompare,
+    .tp_richcompare = compare_as_list,
     .tp_hash = PyObject_HashNotImplemented,
     .tp_methods = PackedRows_methods,
 };
