@@ -31,6 +31,8 @@ typedef struct {
     uint64_t *bits, hash; /* hash: the XOR of its tokens' mixes, kept as tokens are added */
     uint64_t version;     /* new with each change of its tokens, and when freed: what a GrowMemo entry checks */
     uint32_t count, refs; /* its size; the states holding it */
+    uint64_t *occupied;   /* a bit per word of bits that is not zero (set_occupied), as of ... */
+    uint64_t occupied_version; /* ... this version; kept with the slot when the set is freed */
 } GoodSet;
 
 /* One growth remembered: set `from` (-1: the empty set) as it was at `from_version`, plus the tokens of
@@ -83,7 +85,7 @@ typedef struct {
 
 static void liveness_free(Liveness *l) {
     if (l->sets)
-        for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits);
+        for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits), PyMem_Free(l->sets[k].occupied);
     PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->memo), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
     if (l->pending)
         for (uint32_t p = 0; p < l->pairs; p++)
@@ -381,8 +383,10 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
     if (copy) memcpy(bits, copy, (size_t)l->words * 8);
     else memset(bits, 0, (size_t)l->words * 8);
     uint32_t set;
+    uint64_t *occupied = NULL; /* (a freed slot's, reused) */
     if (l->free_sets) {
         set = l->free_set[--l->free_sets];
+        occupied = l->sets[set].occupied;
     } else {
         if (l->set_count == l->set_capacity) {
             uint32_t capacity = l->set_capacity ? 2 * l->set_capacity : 256;
@@ -399,7 +403,7 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
         }
         set = l->set_count++;
     }
-    l->sets[set] = (GoodSet){bits, 0, ++l->versions, 0, 1};
+    l->sets[set] = (GoodSet){.bits = bits, .version = ++l->versions, .refs = 1, .occupied = occupied};
     return (int32_t)set;
 }
 
@@ -609,18 +613,45 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
     return 0;
 }
 
-/* May some token of good[r] follow t? */
+/* Which words of a set's bits are not zero, a bit each, made when first asked for at the set's version.  A
+ * token's check reads the set's tokens in order until one may follow it, all of them when none does; the
+ * good sets of the states inside a character are a few hundred tokens over cl100k's 1,570 words, and
+ * stepping over the empty words was half of a schema's liveness solve (checked many times between two
+ * changes of the set).  NULL when out of memory. */
+static const uint64_t *set_occupied(Liveness *l, uint32_t set) {
+    GoodSet *x = &l->sets[set];
+    uint32_t summary_words = (l->words + 63) / 64;
+    if (!x->occupied && !(x->occupied = PyMem_Malloc((size_t)summary_words * 8 + 8))) return NULL;
+    if (x->occupied_version != x->version) {
+        memset(x->occupied, 0, (size_t)summary_words * 8);
+        for (uint32_t w = 0; w < l->words; w++)
+            if (x->bits[w]) x->occupied[w >> 6] |= (uint64_t)1 << (w & 63);
+        x->occupied_version = x->version;
+    }
+    return x->occupied;
+}
+
+/* May some token of good[r] follow t?  The tokens of good[r] are tried lowest first (after the one that
+ * answered t's last check): 1, 0, or -1 out of memory. */
 static int follows(Liveness *l, uint32_t t, uint32_t r) {
     const uint64_t *bits = good_bits(l, r);
     if (!bits) return 0;
     int64_t last = (int64_t)l->answered[t] - 1;
     if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
-    for (uint32_t w = 0; w < l->words; w++)
-        for (uint64_t x = bits[w]; x; x &= x - 1) {
-            uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
-            if ((int64_t)v != last && canonical_pair(l->checker, t, v)) {
-                l->answered[t] = v + 1;
-                return 1;
+    const uint64_t *occupied = set_occupied(l, (uint32_t)l->good[r]);
+    if (!occupied) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t k = 0; k < (l->words + 63) / 64; k++)
+        for (uint64_t y = occupied[k]; y; y &= y - 1) {
+            uint32_t w = k * 64 + (uint32_t)__builtin_ctzll(y);
+            for (uint64_t x = bits[w]; x; x &= x - 1) {
+                uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
+                if ((int64_t)v != last && canonical_pair(l->checker, t, v)) {
+                    l->answered[t] = v + 1;
+                    return 1;
+                }
             }
         }
     return 0;
@@ -636,12 +667,14 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
         PyErr_NoMemory();
         return -1;
     }
+    int rc = 0;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t t = pending->tokens[i];
-        if (follows(l, t, r)) settled[found++] = t;
+        int follow = follows(l, t, r);
+        if (follow < 0) goto failed;
+        if (follow) settled[found++] = t;
         else rest[kept++] = t;
     }
-    int rc = 0;
     if (found) {
         uint32_t q = l->pair_q[p], batch = (uint32_t)(l->batch_start.length ? l->batch_start.length - 1 : 0);
         if (l->settled.length + found >= INT32_MAX || l->groups + (uint64_t)batch >= UINT32_MAX) {

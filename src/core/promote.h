@@ -641,7 +641,7 @@ typedef struct {
     const Rows *rows;
     int32_t symbols;
     int32_t *dense;    /* packed rows x symbols: target + 1, 0 for none; or NULL */
-    size_t dense_mapped; /* zeroed_table's */
+    size_t dense_mapped, wide_mapped; /* zeroed_table's, for dense and wide */
     int32_t *sorted;   /* per state, its arcs sorted by symbol (when there is no dense table) */
     int rows_by_symbol;
     int scanned;       /* rows in no order: searched from end to end (product_lattice_over's, of a few arcs) */
@@ -656,9 +656,9 @@ typedef struct {
 #define LOOKUP_SIZES 256 /* row sizes told apart when choosing the widest rows */
 
 static void lookup_free(Lookup *l) {
-    free_table(l->dense, l->dense_mapped), free(l->sorted), free(l->wide_of), free(l->wide);
+    free_table(l->dense, l->dense_mapped), free(l->sorted), free(l->wide_of), free_table(l->wide, l->wide_mapped);
     l->dense = l->sorted = l->wide_of = l->wide = NULL;
-    l->dense_mapped = 0;
+    l->dense_mapped = l->wide_mapped = 0;
 }
 
 /* The wide rows' table: of the rows of LOOKUP_WIDE_ROW arcs or more, the widest that fit in WIDE_LOOKUP_MAX
@@ -677,7 +677,7 @@ static int lookup_wide_rows(Lookup *l) {
     while (narrowest > LOOKUP_WIDE_ROW && count + by_size[narrowest - 1] <= fits) count += by_size[--narrowest];
     if (!count) return 0;
     l->wide_of = malloc((size_t)rows->packed * sizeof(int32_t) + 4);
-    l->wide = calloc(count * (size_t)l->symbols, sizeof(int32_t));
+    l->wide = zeroed_table(count * (size_t)l->symbols * sizeof(int32_t), &l->wide_mapped);
     if (!l->wide_of || !l->wide) return -1;
     int32_t next = 0;
     for (Py_ssize_t r = 0; r < rows->packed; r++) {
