@@ -643,7 +643,7 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
         PyErr_NoMemory();
         return -1;
     }
-    for (uint32_t k = 0; k < (l->words + 63) / 64; k++)
+    for (uint32_t k = 0, summary_words = (l->words + 63) / 64; k < summary_words; k++)
         for (uint64_t y = occupied[k]; y; y &= y - 1) {
             uint32_t w = k * 64 + (uint32_t)__builtin_ctzll(y);
             for (uint64_t x = bits[w]; x; x &= x - 1) {
