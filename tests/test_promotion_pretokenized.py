@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import unittest.mock
 from functools import lru_cache
 
 import pytest
@@ -240,12 +239,14 @@ def check_on_demand(model, automaton, dfa, expected: set) -> None:
 
 
 def check_shared_rows(model, parts, dfa, expected: set, agnostic) -> None:
-    """(d) the shared-row form steps exactly through the encodings, is trim, and counts its arcs right."""
+    """(d) the shared-row form steps exactly through the encodings, is trim (built over the live lattice, the
+    states it marks dead are exactly those not reached), and counts its arcs right."""
     trie, automaton = parts.trie, parts.automaton
     chunked = chunked_pattern(dfa, model, chunker_or_whole(dfa, model, model.pattern))
     if not any(BOUNDARY in row for row in chunked.transitions):
         return  # no match is cut: the language takes the whole-match route
-    shared = shared_canonical_subsets(chunked, trie, automaton)
+    product = OnDemandCanonical(chunked, trie, automaton, BOUNDARY)
+    shared = shared_canonical_subsets(product)
     if count_strings(agnostic, 64) <= 100_000:
         spellings = accepted_all(agnostic)  # every spelling of every match
     else:  # real vocabularies: the encodings, and uniform samples of all spellings (nearly all not canonical)
@@ -255,23 +256,24 @@ def check_shared_rows(model, parts, dfa, expected: set, agnostic) -> None:
     for seq in spellings:  # accepted iff it is the encoding
         assert shared.accepts(seq) == (seq in expected), seq
     written = shared.to_dfa()
-    live = [s for s in range(len(shared.parts)) if not shared.dead[s]]
     reached, useful = accessible(written), coaccessible(written)
-    assert [s for s in range(written.num_states) if reached[s] and useful[s]] == live  # trim: dead = useless
+    live = [s for s in range(len(shared.parts)) if not shared.dead[s]]
+    if expected:  # built over the live lattice: every state it numbers reaches a final state, so dead = unreached
+        assert [s for s in range(written.num_states) if reached[s]] == live
+        assert all(useful[s] for s in live)
+    else:
+        assert not live and not written.finals
+    assert not any(written.transitions[s] for s in range(len(shared.parts)) if shared.dead[s])
+    assert not [r for s in live for r in written.transitions[s].values() if shared.dead[r]]
     assert shared.num_states == len(live) == trim(written).num_states
     assert shared.num_arcs == written.num_arcs == sum(map(len, (written.transitions[s] for s in live)))
     assert all(shared.arc_count(s) == len(written.transitions[s]) for s in live)
-    assert not any(written.transitions[s] for s in range(len(shared.parts)) if shared.dead[s])
-    dead_targets = [r for s in live for r in written.transitions[s].values() if shared.dead[r]]
-    assert not dead_targets
-    # max_arcs counts, while building, a lower bound of the arcs before trimming: never above them, and it stops the build
-    with unittest.mock.patch.object(pretokenized_module, "_trimmed", lambda dfa: dfa):
-        before_trim = shared_canonical_subsets(chunked, trie, automaton).num_arcs
-    assert before_trim >= shared.num_arcs
-    assert shared_canonical_subsets(chunked, trie, automaton, max_arcs=before_trim).num_arcs == shared.num_arcs
+    # max_arcs counts, while building, at most the largest row per state numbered (reached or not), and stops the build
+    numbered = len(shared.parts) * max(len(product.lattice_row(q)) for q in range(len(chunked.transitions)))
+    assert shared_canonical_subsets(product, max_arcs=numbered).num_arcs == shared.num_arcs
     if shared.num_arcs:
         with pytest.raises(ArcLimitExceeded):
-            shared_canonical_subsets(chunked, trie, automaton, max_arcs=0)
+            shared_canonical_subsets(product, max_arcs=0)
 
 
 SMALL_PATTERNS = [

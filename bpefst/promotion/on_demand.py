@@ -85,6 +85,7 @@ class OnDemandCanonical:
         if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens
             groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
         self.groups = groups
+        self._lattice_arcs: int | None = sum(len(tokens) * len(pairs) for tokens, pairs in groups)
         self.good, self._filed = solve_liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
         self._pattern_rows, self._spellings = chunked.transitions, trie.spellings or trie._spell_all()
@@ -114,10 +115,18 @@ class OnDemandCanonical:
         self.automaton, self.max_states = automaton, max_states
         self.finals_q, self.cut, self.good, self._filed = liveness["finals"], liveness["cut"], liveness["good"], liveness["filed"]
         self.groups = None  # only liveness reads them
+        self._lattice_arcs = None
         self._rows_q = [None] * len(self.cut)
         self._pattern_rows = self._spellings = None
         self._begin(liveness["start"])
         return self
+
+    @property
+    def lattice_arcs(self) -> int:
+        """The arcs of the token lattice: the groups' (a product read from the disk cache: the live ones)."""
+        if self._lattice_arcs is None:
+            self._lattice_arcs = sum(len(tokens) for q in range(len(self.cut)) for tokens, _ in self._filed[q])
+        return self._lattice_arcs
 
     # -- states --------------------------------------------------------------------------
     def _number(self, configurations: frozenset) -> int:

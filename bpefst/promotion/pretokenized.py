@@ -34,7 +34,10 @@ canonical promotion (Eq. 5 of seed 000).
    ``BOUNDARY`` arc, the next token may instead start a new chunk (nothing
    banned).  Both can be alive at once until the text decides, so the
    configurations are grouped into subsets; subsets stay small because the
-   chunking is a function of the text.  The result is trim, its rows shared
+   chunking is a function of the text.  It reads the lattice with its
+   liveness solved (:mod:`.on_demand`: each row kept to the tokens after
+   which a final state can still be reached), so every subset it makes can
+   reach a final state.  The result is trim, its rows shared
    (:class:`~bpefst.automata.shared_rows.SharedRowDFA`); it is the
    ``shared_rows()`` view of a :class:`~.token_language.TokenLanguage`.
 """
@@ -54,7 +57,7 @@ from ..errors import BpefstError
 from ..regex import alphabet_for, compile_regex
 from ..regex.utf8 import utf8_dfa
 from ..tokenizer import PRESETS, BPEModel
-from .agnostic import LATTICE, SpellingTrie, token_rows
+from .agnostic import LATTICE, SpellingTrie
 from .canonical import banned_view, set_bits, token_mask
 from .chunking import RULES, Chunker, chunker_for, rules_for
 
@@ -472,17 +475,23 @@ class BannedTokens:
         return (self.mask & self.space.row_mask(row)).bit_count()
 
 
-def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton,
-                             max_states: int | None = None, max_lattice_arcs: int | None = None,
-                             max_arcs: int | None = None) -> SharedRowDFA:
+def shared_canonical_subsets(product, max_states: int | None = None, max_arcs: int | None = None) -> SharedRowDFA:
     """The canonical token DFA over the chunked pattern, trim, with its rows shared (not minimized).
 
-    ``max_states`` bounds its states, ``max_lattice_arcs`` the arcs of the
-    token lattice it is built from, ``max_arcs`` the arcs it would have
-    written out before trimming (StateLimitExceeded / ArcLimitExceeded).  For
-    ``max_arcs`` each state counts the arcs of its largest part (its lattice
-    row minus what that part bans), a lower bound, so that ``.*`` over cl100k
-    (2.5 billion arcs) is refused while it is being built, not after.
+    Built over ``product``, the canonical product with its liveness solved
+    (:class:`.on_demand.OnDemandCanonical`: the token lattice of the chunked
+    pattern, each row kept to ``good[q]``, the tokens that lead somewhere a
+    final state can still be reached from).  Every state it makes is then
+    live, so only reachability is searched to trim it (:func:`_trimmed`): a
+    state is entered by a token ``t`` of some part's ``good[q]``, and ``t`` is
+    there because one of the configurations it leads to can still reach a
+    final state.
+
+    ``max_states`` bounds its states, ``max_arcs`` the arcs it would write
+    out (StateLimitExceeded / ArcLimitExceeded).  For ``max_arcs`` each state
+    counts the arcs of its largest part (its lattice row minus what that
+    part bans), a lower bound, so that ``.*`` over cl100k (2.5 billion arcs)
+    is refused while it is being built, not after.
 
     A configuration is ``(q, banned)``: lattice state ``q`` and the tokens
     ``q`` can read that the previous token of the chunk bans (a bitset, see
@@ -500,24 +509,26 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
     hundreds of millions of arcs (e-mail or JSON patterns over cl100k) take
     time in proportion to their states and the lattice, not their arcs.
     """
-    transitions = chunked.transitions
-    reachable = automaton.reachable
-    lattice = [{t: r for t, r in row.items() if reachable[t]} for row in token_rows(chunked, trie, max_lattice_arcs)]
+    automaton, cut, lattice_finals = product.automaton, product.cut, product.finals_q
+    lattice = [product.lattice_row(q) for q in range(len(cut))]
+    if product.start is None:  # no canonical sequence spells a match
+        return SharedRowDFA([{} for _ in lattice], [()], [None], 0, frozenset(), [True])
     space = _BanSpace(lattice, automaton)
     within, token_class = space.within, space.token_class
 
     def successors(t: int, r: int) -> tuple[tuple[int, int], ...]:
         """The configurations the arc ``-t-> r`` leads to."""
         banned = within(t, r)
-        after = transitions[r].get(BOUNDARY)
+        after = cut[r]
         return ((r, banned),) if after is None else ((r, banned), (after, 0))
 
     number = Numbering("pre-tokenized canonical promotion", max_states)
     queue: list[frozenset] = number.keys
-    arc_target: dict[tuple[int, int], int] = {}  # (class of t, r) -> the subset after -t-> r
+    arc_target: dict[int, int] = {}  # class of t * len(lattice) + r -> the subset after -t-> r
+    width = len(lattice)
 
     def target(t: int, r: int) -> int:
-        key = (token_class[t], r)
+        key = token_class[t] * width + r
         k = arc_target.get(key)
         if k is None:
             k = arc_target[key] = number(frozenset(successors(t, r)))
@@ -535,9 +546,11 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
             done = resolved[q] = {}
             pending[q] = banned
             skip = set(space.tokens(banned)) if banned else ()
+            known = arc_target.get  # (target() inlined: this loop is every arc of the lattice)
             for t, r in lattice[q].items():
                 if t not in skip:
-                    done[t] = target(t, r)
+                    k = known(token_class[t] * width + r)
+                    done[t] = target(t, r) if k is None else k
         elif pending[q]:
             now = pending[q] & ~banned
             if now:
@@ -564,7 +577,7 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
                 over[t] = number(frozenset(targets))
         return over or None
 
-    number(frozenset({(chunked.start, 0)}))
+    number(frozenset({(product.start_q, 0)}))
     parts_of: list[tuple] = []
     overrides_of: list[dict[int, int | None] | None] = []
     banned_tokens = space.tokens_of
@@ -579,7 +592,7 @@ def shared_canonical_subsets(chunked: DFA, trie: SpellingTrie, automaton: Canoni
                 raise ArcLimitExceeded("the canonical automaton", max_arcs)
         parts_of.append(tuple((q, banned_tokens(banned)) for q, banned in parts))
         overrides_of.append(overrides(parts) if len(parts) > 1 else None)
-    finals = frozenset(k for k, subset in enumerate(queue) if any(q in chunked.finals for q, _ in subset))
+    finals = frozenset(k for k, subset in enumerate(queue) if any(q in lattice_finals for q, _ in subset))
     shared = [row if row is not None else {} for row in resolved]
     return _trimmed(SharedRowDFA(shared, parts_of, overrides_of, 0, finals))
 
@@ -605,19 +618,19 @@ class _SharedTokens:
 
 
 def _trimmed(automaton: SharedRowDFA) -> SharedRowDFA:
-    """Mark the states that are not reachable or reach no final state dead; drop every arc into them.
+    """Mark the states that are not reachable dead; drop every arc into them.
 
-    A state's parts share rows with other states, so both searches work on
-    lattice states: a part ``(q, banned)`` reads every target of ``q``'s row
-    except the few that only banned tokens lead to (:class:`_RowTargets`),
-    and each target is checked through a part over ``q`` only until some
-    state reaches it that way.
+    Every state reaches a final state (see :func:`shared_canonical_subsets`), but a
+    shared row's target may be reached only through tokens that every state over
+    it overrides, so some are not reached at all.  A state's parts share rows
+    with other states, so the search works on lattice states: a part ``(q,
+    banned)`` reads every target of ``q``'s row except the few that only banned
+    tokens lead to (:class:`_RowTargets`), and each target is checked through a
+    part over ``q`` only until some state reaches it that way.
     """
     shared, parts_of, overrides_of = automaton.shared, automaton.parts, automaton.overrides
     targets = _RowTargets(shared)
-    reached = _reachable(automaton, targets)
-    live = _live(automaton, targets)
-    useful = [a and b for a, b in zip(reached, live)]
+    useful = _reachable(automaton, targets)
     if all(useful):
         return automaton
     for q, row in enumerate(shared):
@@ -727,44 +740,3 @@ def _reachable(automaton: SharedRowDFA, targets: _RowTargets) -> bytearray:
     return seen
 
 
-def _live(automaton: SharedRowDFA, targets: _RowTargets) -> list[bool]:
-    """Backward search from the final states.
-
-    The language of a subset is the union of its configurations', so for
-    liveness a token that an override shadows may as well lead to its part's
-    target.  A lattice state all of whose states live is not looked at again.
-    """
-    shared, parts_of, overrides_of = automaton.shared, automaton.parts, automaton.overrides
-    preds: dict[int, list[int]] = {}  # target -> lattice states whose row leads to it
-    for q in range(len(shared)):
-        for x in targets.distinct(q):
-            preds.setdefault(x, []).append(q)
-    states_over: list[list[int]] = [[] for _ in shared]
-    override_preds: dict[int, list[int]] = {}
-    for s, parts in enumerate(parts_of):
-        for q, _ in parts:
-            states_over[q].append(s)
-        for x in (overrides_of[s] or {}).values():
-            override_preds.setdefault(x, []).append(s)
-    live = [False] * len(parts_of)
-    waiting = [len(states) for states in states_over]  # states over q not yet live
-
-    def revive(s: int) -> None:
-        live[s] = True
-        for p, _ in parts_of[s]:
-            waiting[p] -= 1
-        queue.append(s)
-
-    queue: list[int] = []
-    for s in automaton.finals:
-        revive(s)
-    for x in queue:  # grows while we iterate
-        for q in preds.get(x, ()):
-            if waiting[q]:
-                for s in states_over[q]:
-                    if not live[s] and any(p == q and targets.reads(q, x, banned) for p, banned in parts_of[s]):
-                        revive(s)
-        for s in override_preds.get(x, ()):
-            if not live[s]:
-                revive(s)
-    return live

@@ -4,16 +4,18 @@
 language reads its pattern when it is made (:mod:`.language_build`: the
 chunked pattern), so a pattern the tokenizer's pre-tokenization cannot be
 modelled for is refused by ``promote()`` itself; the product of its mode is
-built then too, except the canonical lazy product, which waits for the first
-view that reads it (``bpefst promote -o`` writes the shared rows out and
-never needs it).  Each view is built once, has one type, and is kept:
+built then too, except the canonical lazy product (its lattice walked and its
+liveness solved), which waits for the first view that reads it.  Every view
+of a canonical language reads that one product.  Each view is built once, has
+one type, and is kept:
 
 * :meth:`TokenLanguage.guide` -- a :class:`~.guided.GuidedAutomaton` over the
   product (for ``canonical`` the lazy product, states expanded as a decoder
   reaches them), whatever was asked before;
 * :meth:`TokenLanguage.on_demand` -- that lazy product itself (``canonical``);
 * :meth:`TokenLanguage.shared_rows` -- every state enumerated, each row
-  stored once, a :class:`~bpefst.automata.shared_rows.SharedRowDFA`;
+  stored once, a :class:`~bpefst.automata.shared_rows.SharedRowDFA` (for
+  ``canonical`` over the product's live lattice);
 * :meth:`TokenLanguage.dfa` -- written out and minimized (for ``canonical``
   from the shared rows, which count their arcs while built), what ``bpefst
   promote -o`` saves (refused past ``max_arcs``: e-mail or JSON patterns over
@@ -42,6 +44,7 @@ from ..automata.shared_rows import SharedRowDFA
 from ..errors import BpefstError
 from ..tokenizer import BPEModel
 from . import guide_cache
+from .agnostic import LATTICE
 from .guided import GuidedAutomaton
 from .language_build import MODES, Limits, build_product, check_mode, source_automaton
 from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts, collector_paused
@@ -157,12 +160,15 @@ class TokenLanguage:
         return self._view("shared_rows", self._shared_rows)
 
     def _shared_rows(self, max_arcs: int | None = None) -> SharedRowDFA:
-        """The canonical subsets over the (chunked) pattern, rows shared (:func:`.pretokenized.shared_canonical_subsets`);
-        ``max_arcs`` refuses them while they are built when writing them out would pass it.  They are built from
-        the token lattice written out as rows, so that lattice is bounded by ``max_arcs`` too."""
+        """The canonical subsets over the product's live lattice, rows shared
+        (:func:`.pretokenized.shared_canonical_subsets`); ``max_arcs`` refuses them while they are built when
+        writing them out would pass it.  The lattice is written out as rows for them, so it is bounded by
+        ``max_arcs`` too."""
+        product = self._the_product()
         lattice_limit = _smaller(self.limits.max_lattice_arcs, self.limits.max_arcs)
-        return shared_canonical_subsets(self._source_automaton(), self.parts.trie, self.parts.automaton, self.limits.max_states,
-                                        max_lattice_arcs=lattice_limit, max_arcs=max_arcs)
+        if lattice_limit is not None and product.lattice_arcs > lattice_limit:
+            raise ArcLimitExceeded(LATTICE, lattice_limit)
+        return shared_canonical_subsets(product, self.limits.max_states, max_arcs=max_arcs)
 
     def _written_out(self) -> DFA:
         """The shared-row view written out and minimized.  Written out from the shared rows, not the lazy
