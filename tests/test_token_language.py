@@ -206,6 +206,19 @@ def test_cache_dir_at_promote_writes_then_reads(tmp_path):
     assert guided_sequences(second.guide()) == guided_sequences(first.guide()) == encodings(m, CUT)
 
 
+def test_a_product_read_from_cache_dir_gives_the_written_out_views(tmp_path):
+    """The shared rows and the minimal DFA are views over the product, also over one read from the disk cache
+    (its lattice rows from the liveness filed there): the same language as a fresh build's."""
+    from bpefst.automata import equivalent
+
+    m = model(2)
+    bpefst.promote(m, CUT, cache_dir=tmp_path)
+    again = bpefst.promote(m, CUT, cache_dir=tmp_path)
+    assert again.built["product from cache"] == 1 and again.built["product"] == 0
+    assert equivalent(again.dfa(), bpefst.promote(m, CUT).dfa()).equal
+    assert all(again.shared_rows().accepts(list(ids)) for ids in encodings(m, CUT))
+
+
 def test_cache_dir_names_a_json_schema_language_by_its_schema(tmp_path):
     """A schema is translated straight to an automaton (no pattern text): the schema and its options name
     the language in cache_dir, so a second promote of the same schema reads it and another schema does not."""
