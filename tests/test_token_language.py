@@ -206,6 +206,21 @@ def test_cache_dir_at_promote_writes_then_reads(tmp_path):
     assert guided_sequences(second.guide()) == guided_sequences(first.guide()) == encodings(m, CUT)
 
 
+@pytest.mark.parametrize("mode", ["canonical", "agnostic"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_written_out_view_is_the_pure_minimization(mode, seed):
+    """dfa() minimizes on the compiled core where it runs: the same value as the pure minimize (canonically
+    numbered), for the canonical (from its shared rows) and the agnostic (from its lattice) languages."""
+    from bpefst.automata import minimize
+    from bpefst.promotion.token_language import written_minimal
+
+    m = model(seed)
+    for pattern in (CUT, WHOLE, r"(a|b| |1){0,6}"):
+        language = bpefst.promote(m, pattern, mode=mode)
+        written = language.shared_rows().to_dfa()  # (agnostic: its lattice, a row per state)
+        assert language.dfa() == minimize(written) == written_minimal(written), (mode, seed, pattern)
+
+
 def test_a_product_read_from_cache_dir_gives_the_written_out_views(tmp_path):
     """The shared rows and the minimal DFA are views over the product, also over one read from the disk cache
     (its lattice rows from the liveness filed there): the same language as a fresh build's."""
