@@ -495,6 +495,28 @@ def test_engines_agree_on_random_nfas(nfa):
     assert _minimal_natively(nfa, None, table) == minimal_dfa(relabelled, engine="pure")
 
 
+@st.composite
+def small_dfas(draw):
+    """Any DFA of up to 7 states over 4 symbols, partial: unreachable and dead states, no finals."""
+    n = draw(st.integers(1, 7))
+    rows = [draw(st.dictionaries(st.sampled_from([0, 3, 40_000, 2**31 - 2]), st.integers(0, n - 1), max_size=4))
+            for _ in range(n)]
+    return DFA(rows, draw(st.integers(0, n - 1)), draw(st.frozensets(st.integers(0, n - 1), max_size=n)), check=False)
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
+@given(dfa=small_dfas())
+def test_the_core_minimizes_a_dfa_read_from_its_dict_rows(dfa):
+    """A DFA's dict rows are read as its arcs (what the written-out token automata hand over): the pure
+    minimization's value."""
+    from bpefst.promotion.token_language import written_minimal
+
+    rows, finals = native.core.minimal_dfa(dfa.transitions, [[]] * len(dfa.transitions), dfa.start, sorted(dfa.finals),
+                                           None, -1)
+    assert DFA(rows, 0, frozenset(finals), check=False) == minimize(dfa) == written_minimal(dfa)
+
+
 @needs_core
 def test_engines_share_the_state_limit():
     """The limit counts the subsets of the determinization on both: the smallest limit that passes is the same."""
@@ -528,6 +550,11 @@ def test_engines_share_the_state_limit():
     (([[(2**40, 1)], []], [[], []], 0, [1], None, -1), ValueError),  # a symbol past int32
     (([[(2**70, 1)], []], [[], []], 0, [1], None, -1), OverflowError),
     (([], [], 0, [], None, -1), ValueError),
+    (([{97: 2}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's target outside the states
+    (([{-1: 1}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's negative symbol
+    (([{"a": 1}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's symbol that is no int
+    (([{97: None}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's target that is no int
+    (([{2**40: 1}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's symbol past int32
 ])
 def test_minimal_dfa_refuses_bad_arguments(arguments, error):
     with pytest.raises(error):

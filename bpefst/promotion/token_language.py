@@ -38,11 +38,10 @@ from collections import Counter, OrderedDict
 from typing import Sequence
 
 from .. import native
-from ..automata import DFA, NFA, minimize
+from ..automata import DFA, minimize
 from ..automata.errors import ArcLimitExceeded
 from ..automata.shared_rows import SharedRowDFA
 from ..errors import BpefstError
-from ..regex.compiler import minimal_dfa
 from ..tokenizer import BPEModel
 from . import guide_cache
 from .agnostic import LATTICE
@@ -278,12 +277,15 @@ def _parts_for(model: BPEModel, automaton, cache: PartsCache | None, cache_dir=N
 
 
 def written_minimal(dfa: DFA) -> DFA:
-    """``minimize(dfa)``, on the compiled core where it runs: its NFA-to-minimal-DFA routine reads the DFA as
-    an NFA and gives the same value (canonically numbered), about five times faster on the token automata
-    the written-out views minimize (GPT-2 numbers, 512,000 arcs: 1.09 s -> 0.19 s)."""
+    """``minimize(dfa)``, on the compiled core where it runs: its NFA-to-minimal-DFA routine reads the DFA's
+    rows as they are (an NFA without epsilon arcs) and gives the same value, canonically numbered, about five
+    times faster on the token automata the written-out views minimize (GPT-2 numbers, 512,000 arcs: 1.09 s ->
+    0.19 s) and in less memory than the pure refinement's."""
     if native.core is None:
         return minimize(dfa)
-    return minimal_dfa(NFA.from_dfa(dfa), engine="compiled")
+    rows = dfa.transitions if isinstance(dfa.transitions, list) else list(dfa.transitions)
+    minimal_rows, finals = native.core.minimal_dfa(rows, [[]] * len(rows), dfa.start, sorted(dfa.finals), None, -1)
+    return DFA(minimal_rows, 0, frozenset(finals), check=False)
 
 
 def _one_part_per_state(dfa: DFA) -> SharedRowDFA:

@@ -52,18 +52,24 @@ static int nfa_int(PyObject *item, long limit, int32_t *out, const char *what) {
     return 0;
 }
 
-/* Read arcs [[(symbol, target), ...], ...] (symbols relabelled by `map`, dropped where it says -1) and
- * eps [[target, ...], ...] into CSR arrays. */
+/* The arcs of one row: a list of (symbol, target) tuples, or a DFA's dict symbol -> target (read as it is, so
+ * that a written-out token automaton is not copied into tuples first: 64 bytes an arc). */
+static Py_ssize_t nfa_row_size(PyObject *row) {
+    return PyDict_Check(row) ? PyDict_GET_SIZE(row) : PyList_GET_SIZE(row);
+}
+
+/* Read arcs [[(symbol, target), ...] or {symbol: target}, ...] (symbols relabelled by `map`, dropped where it
+ * says -1) and eps [[target, ...], ...] into CSR arrays. */
 static int nfa_read(Subsets *s, PyObject *arcs, PyObject *eps, const int32_t *map, Py_ssize_t map_length) {
     Py_ssize_t n = PyList_GET_SIZE(arcs);
     size_t arc_count = 0, eps_count = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *row = PyList_GET_ITEM(arcs, q), *eps_row = PyList_GET_ITEM(eps, q);
-        if (!PyList_Check(row) || !PyList_Check(eps_row)) {
-            PyErr_SetString(PyExc_TypeError, "minimal_dfa: the NFA's rows must be lists");
+        if (!(PyList_Check(row) || PyDict_Check(row)) || !PyList_Check(eps_row)) {
+            PyErr_SetString(PyExc_TypeError, "minimal_dfa: the NFA's rows must be lists (of arcs: dicts too)");
             return -1;
         }
-        arc_count += (size_t)PyList_GET_SIZE(row), eps_count += (size_t)PyList_GET_SIZE(eps_row);
+        arc_count += (size_t)nfa_row_size(row), eps_count += (size_t)PyList_GET_SIZE(eps_row);
     }
     if (arc_count >= INT32_MAX || eps_count >= INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "minimal_dfa: too many arcs");
@@ -82,20 +88,29 @@ static int nfa_read(Subsets *s, PyObject *arcs, PyObject *eps, const int32_t *ma
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *row = PyList_GET_ITEM(arcs, q), *eps_row = PyList_GET_ITEM(eps, q);
         s->arc_start[q] = a, s->eps_start[q] = e;
-        if ((size_t)a + (size_t)PyList_GET_SIZE(row) > arc_count || (size_t)e + (size_t)PyList_GET_SIZE(eps_row) > eps_count) {
+        if (!(PyList_Check(row) || PyDict_Check(row)) || !PyList_Check(eps_row) ||
+            (size_t)a + (size_t)nfa_row_size(row) > arc_count || (size_t)e + (size_t)PyList_GET_SIZE(eps_row) > eps_count) {
             PyErr_SetString(PyExc_RuntimeError, "minimal_dfa: the NFA changed while read");
             return -1;
         }
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(row); i++) {
-            PyObject *arc = PyList_GET_ITEM(row, i);
+        Py_ssize_t position = 0, size = nfa_row_size(row);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            PyObject *key, *value;
             int32_t symbol, target;
-            if (!PyTuple_Check(arc) || PyTuple_GET_SIZE(arc) != 2) {
-                PyErr_SetString(PyExc_TypeError, "minimal_dfa: an arc must be a (symbol, target) tuple");
-                return -1;
+            if (PyDict_Check(row)) {
+                if (!PyDict_Next(row, &position, &key, &value)) {
+                    PyErr_SetString(PyExc_RuntimeError, "minimal_dfa: the NFA changed while read");
+                    return -1;
+                }
+            } else {
+                PyObject *arc = PyList_GET_ITEM(row, i);
+                if (!PyTuple_Check(arc) || PyTuple_GET_SIZE(arc) != 2) {
+                    PyErr_SetString(PyExc_TypeError, "minimal_dfa: an arc must be a (symbol, target) tuple");
+                    return -1;
+                }
+                key = PyTuple_GET_ITEM(arc, 0), value = PyTuple_GET_ITEM(arc, 1);
             }
-            if (nfa_int(PyTuple_GET_ITEM(arc, 0), INT32_MAX, &symbol, "a symbol") ||
-                nfa_int(PyTuple_GET_ITEM(arc, 1), (long)n, &target, "a target"))
-                return -1;
+            if (nfa_int(key, INT32_MAX, &symbol, "a symbol") || nfa_int(value, (long)n, &target, "a target")) return -1;
             if (map) {
                 if (symbol >= map_length || map[symbol] < 0) continue;
                 symbol = map[symbol];
