@@ -22,7 +22,7 @@ from bpefst.automata import DFA, NFA, StateLimitExceeded, enumerate_strings, min
 from bpefst import native
 from bpefst.errors import BpefstError
 from bpefst.regex import ByteAlphabet, CharAlphabet, RegexSyntaxError, compile_regex
-from bpefst.regex.compiler import _minimal_natively, minimal_dfa
+from bpefst.regex.compiler import _minimal_natively, minimal_dfa, minimal_of_dfa
 from bpefst.regex.charsets import scalar_ranges
 from bpefst.regex.utf8 import utf8_dfa
 
@@ -510,11 +510,9 @@ def small_dfas(draw):
 def test_the_core_minimizes_a_dfa_read_from_its_dict_rows(dfa):
     """A DFA's dict rows are read as its arcs (what the written-out token automata hand over): the pure
     minimization's value."""
-    from bpefst.promotion.token_language import written_minimal
-
     rows, finals = native.core.minimal_dfa(dfa.transitions, [[]] * len(dfa.transitions), dfa.start, sorted(dfa.finals),
                                            None, -1)
-    assert DFA(rows, 0, frozenset(finals), check=False) == minimize(dfa) == written_minimal(dfa)
+    assert DFA(rows, 0, frozenset(finals), check=False) == minimize(dfa) == minimal_of_dfa(dfa)
 
 
 @needs_core

@@ -212,13 +212,13 @@ def test_the_written_out_view_is_the_pure_minimization(mode, seed):
     """dfa() minimizes on the compiled core where it runs: the same value as the pure minimize (canonically
     numbered), for the canonical (from its shared rows) and the agnostic (from its lattice) languages."""
     from bpefst.automata import minimize
-    from bpefst.promotion.token_language import written_minimal
+    from bpefst.regex.compiler import minimal_of_dfa
 
     m = model(seed)
     for pattern in (CUT, WHOLE, r"(a|b| |1){0,6}"):
         language = bpefst.promote(m, pattern, mode=mode)
         written = language.shared_rows().to_dfa()  # (agnostic: its lattice, a row per state)
-        assert language.dfa() == minimize(written) == written_minimal(written), (mode, seed, pattern)
+        assert language.dfa() == minimize(written) == minimal_of_dfa(written), (mode, seed, pattern)
 
 
 def test_a_product_read_from_cache_dir_gives_the_written_out_views(tmp_path):

