@@ -17,6 +17,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bpefst import native
 from bpefst.automata import DFA, minimize
 from bpefst.automata.equivalence import counterexample
 from bpefst.automata.language import sampler
@@ -185,8 +186,12 @@ def _inflated(rng: random.Random, rows, finals, live, copies: int):
     return big, big_finals, [q * copies + c for q in live for c in range(copies)]
 
 
+ENGINES = ["pure", pytest.param("compiled", marks=pytest.mark.skipif(native.core is None, reason="the compiled core is not built"))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", range(60))
-def test_minimal_gives_the_minimal_automaton(seed):
+def test_minimal_gives_the_minimal_automaton(seed, engine):
     # few symbols and many states, copied: many equivalent states, and long chains told apart late
     rng = random.Random(seed)
     table = _random_trim_table(rng, rng.randint(2, 40), rng.randint(1, 4))
@@ -194,7 +199,7 @@ def test_minimal_gives_the_minimal_automaton(seed):
     if not live:
         return
     start = rng.choice(live)
-    got = minimal(rows, start, finals)
+    got = minimal(rows, start, finals, engine=engine)
     want = minimize(DFA(rows, start, frozenset(q for q in range(len(rows)) if finals[q])))
     assert got.start == 0
     assert got.num_states == want.num_states
@@ -208,10 +213,24 @@ def test_direct_automaton_is_minimal(schema, whitespace):
     assert direct.num_states == minimize(direct).num_states
 
 
-def test_minimal_tells_apart_states_whose_symbols_swap_targets():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_minimal_tells_apart_states_whose_symbols_swap_targets(engine):
     # 1 and 2 read a and b into the same two states, each the other way round: not equivalent
     rows = [{0: 1, 1: 2}, {0: 3, 1: 4}, {0: 4, 1: 3}, {}, {2: 3}]
     finals = bytearray([0, 0, 0, 1, 0])
-    got = minimal(rows, 0, finals)
+    got = minimal(rows, 0, finals, engine=engine)
     assert got.num_states == 5
     assert got.accepts([0, 0]) and got.accepts([1, 1]) and not got.accepts([1, 0]) and got.accepts([1, 0, 2])
+
+
+@pytest.mark.skipif(native.core is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("schema", SCHEMAS + [OPEN], ids=range(len(SCHEMAS) + 1))
+@pytest.mark.parametrize("whitespace", [0, 1])
+def test_both_engines_minimize_the_translation_alike(schema, whitespace, monkeypatch):
+    """The translation's table (copied automata read through their ids on the core) minimized on each engine:
+    the same language and number of states."""
+    compiled = quiet(schema_to_dfa, schema, whitespace=whitespace, max_depth=2)
+    monkeypatch.setattr(native, "core", None)
+    pure = quiet(schema_to_dfa, schema, whitespace=whitespace, max_depth=2)
+    assert compiled.num_states == pure.num_states
+    assert counterexample(compiled, pure) is None

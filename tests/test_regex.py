@@ -516,6 +516,22 @@ def test_the_core_minimizes_a_dfa_read_from_its_dict_rows(dfa):
 
 
 @needs_core
+@settings(max_examples=300, deadline=None)
+@given(dfa=small_dfas(), data=st.data())
+def test_the_core_reads_a_copied_row_through_its_ids(dfa, data):
+    """A row given as (another automaton's row, the copy's state for each of that row's targets), as the JSON
+    Schema translation hands over its copied automata: the same value as the row written out."""
+    n = len(dfa.transitions)
+    ids = data.draw(st.permutations(range(n)))
+    where = {q: i for i, q in enumerate(ids)}  # ids[where[q]] == q
+    copies = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    rows = [({a: where[r] for a, r in row.items()}, list(ids)) if copy else row
+            for row, copy in zip(dfa.transitions, copies)]
+    got, finals = native.core.minimal_dfa(rows, [[]] * n, dfa.start, sorted(dfa.finals), None, -1)
+    assert DFA(got, 0, frozenset(finals), check=False) == minimize(dfa)
+
+
+@needs_core
 def test_engines_share_the_state_limit():
     """The limit counts the subsets of the determinization on both: the smallest limit that passes is the same."""
     pattern = "(a|b)*a(a|b){6}"
@@ -553,6 +569,12 @@ def test_engines_share_the_state_limit():
     (([{"a": 1}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's symbol that is no int
     (([{97: None}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's target that is no int
     (([{2**40: 1}, {}], [[], []], 0, [1], None, -1), ValueError),  # a DFA row's symbol past int32
+    (([({97: 0}, [2]), {}], [[], []], 0, [1], None, -1), ValueError),  # a copy's id outside the states
+    (([({97: 1}, [1]), {}], [[], []], 0, [1], None, -1), ValueError),  # a copied target outside its ids
+    (([({97: 0}, ["a"]), {}], [[], []], 0, [1], None, -1), ValueError),  # a copy's id that is no int
+    (([({97: 0}, (1,)), {}], [[], []], 0, [1], None, -1), TypeError),  # ids that are no list
+    (([([(97, 0)], [1]), {}], [[], []], 0, [1], None, -1), TypeError),  # a copied row that is no dict
+    (([({97: 0}, [1], 0), {}], [[], []], 0, [1], None, -1), TypeError),  # a tuple of three
 ])
 def test_minimal_dfa_refuses_bad_arguments(arguments, error):
     with pytest.raises(error):

@@ -53,8 +53,17 @@ static int nfa_int(PyObject *item, long limit, int32_t *out, const char *what) {
 }
 
 /* The arcs of one row: a list of (symbol, target) tuples, or a DFA's dict symbol -> target (read as it is, so
- * that a written-out token automaton is not copied into tuples first: 64 bytes an arc). */
+ * that a written-out token automaton is not copied into tuples first: 64 bytes an arc), or a copy of another
+ * automaton's row, a tuple (dict symbol -> its target there, list: the copy's state for each of those targets),
+ * read through the list (so the JSON Schema translation's copied states need not be written out first). */
+static int nfa_row_ok(PyObject *row) {
+    return PyList_Check(row) || PyDict_Check(row) ||
+           (PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2 && PyDict_Check(PyTuple_GET_ITEM(row, 0)) &&
+            PyList_Check(PyTuple_GET_ITEM(row, 1)));
+}
+
 static Py_ssize_t nfa_row_size(PyObject *row) {
+    if (PyTuple_Check(row)) return PyDict_GET_SIZE(PyTuple_GET_ITEM(row, 0));
     return PyDict_Check(row) ? PyDict_GET_SIZE(row) : PyList_GET_SIZE(row);
 }
 
@@ -65,8 +74,9 @@ static int nfa_read(Subsets *s, PyObject *arcs, PyObject *eps, const int32_t *ma
     size_t arc_count = 0, eps_count = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *row = PyList_GET_ITEM(arcs, q), *eps_row = PyList_GET_ITEM(eps, q);
-        if (!(PyList_Check(row) || PyDict_Check(row)) || !PyList_Check(eps_row)) {
-            PyErr_SetString(PyExc_TypeError, "minimal_dfa: the NFA's rows must be lists (of arcs: dicts too)");
+        if (!nfa_row_ok(row) || !PyList_Check(eps_row)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "minimal_dfa: the NFA's rows must be lists (of arcs: dicts too, or (dict, list) copies)");
             return -1;
         }
         arc_count += (size_t)nfa_row_size(row), eps_count += (size_t)PyList_GET_SIZE(eps_row);
@@ -88,16 +98,26 @@ static int nfa_read(Subsets *s, PyObject *arcs, PyObject *eps, const int32_t *ma
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *row = PyList_GET_ITEM(arcs, q), *eps_row = PyList_GET_ITEM(eps, q);
         s->arc_start[q] = a, s->eps_start[q] = e;
-        if (!(PyList_Check(row) || PyDict_Check(row)) || !PyList_Check(eps_row) ||
+        if (!nfa_row_ok(row) || !PyList_Check(eps_row) ||
             (size_t)a + (size_t)nfa_row_size(row) > arc_count || (size_t)e + (size_t)PyList_GET_SIZE(eps_row) > eps_count) {
             PyErr_SetString(PyExc_RuntimeError, "minimal_dfa: the NFA changed while read");
             return -1;
         }
         Py_ssize_t position = 0, size = nfa_row_size(row);
+        PyObject *copy_of = NULL, *ids = NULL;
+        if (PyTuple_Check(row)) copy_of = PyTuple_GET_ITEM(row, 0), ids = PyTuple_GET_ITEM(row, 1);
         for (Py_ssize_t i = 0; i < size; i++) {
             PyObject *key, *value;
             int32_t symbol, target;
-            if (PyDict_Check(row)) {
+            if (copy_of) {
+                int32_t there;
+                if (!PyDict_Next(copy_of, &position, &key, &value)) {
+                    PyErr_SetString(PyExc_RuntimeError, "minimal_dfa: the NFA changed while read");
+                    return -1;
+                }
+                if (nfa_int(value, (long)PyList_GET_SIZE(ids), &there, "a copied row's target")) return -1;
+                value = PyList_GET_ITEM(ids, there);
+            } else if (PyDict_Check(row)) {
                 if (!PyDict_Next(row, &position, &key, &value)) {
                     PyErr_SetString(PyExc_RuntimeError, "minimal_dfa: the NFA changed while read");
                     return -1;
@@ -160,8 +180,17 @@ static int close_subset(Subsets *s) {
             if (ints_push(&s->closure, r) || ints_push(&s->stack, r)) return -1;
         }
     }
-    qsort(s->closure.data, s->closure.length, 4, by_int32);
+    if (s->closure.length > 1) qsort(s->closure.data, s->closure.length, 4, by_int32);
     return 0;
+}
+
+/* Sort the moves by symbol, then target; a DFA's row is often ascending already (rows the core wrote). */
+static void moves_sort(uint64_t *moves, size_t count) {
+    for (size_t i = 1; i < count; i++)
+        if (moves[i - 1] > moves[i]) {
+            qsort(moves, count, 8, by_uint64);
+            return;
+        }
 }
 
 static int table_rehash(Subsets *s) {
@@ -226,7 +255,7 @@ static int subsets_build(Subsets *s, int32_t start, long long max_states) {
             for (int32_t a = s->arc_start[q]; a < s->arc_start[q + 1]; a++)
                 s->moves[moves++] = (uint64_t)(uint32_t)s->arc_symbol[a] << 32 | (uint32_t)s->arc_target[a];
         }
-        qsort(s->moves, moves, 8, by_uint64);
+        moves_sort(s->moves, moves);
         for (size_t i = 0; i < moves;) {
             uint32_t symbol = (uint32_t)(s->moves[i] >> 32);
             s->closure.length = 0;
