@@ -9,6 +9,17 @@ DEMO   := build/demo
 
 .PHONY: install demo test bench clean
 
+# The test extra's llama-cpp-python compiles llama.cpp for this machine's CPU (-march=native), but without
+# Intel's AMX tile instructions: ggml's AMX kernels die with SIGILL ("tilezero") on machines whose kernel has
+# not given the worker thread the tile state (ggml-org/llama.cpp#26954), as on this project's 2-core x86
+# machines.  A CMAKE_ARGS of your own replaces this.  (pip caches the wheel it builds: after a build with
+# AMX, `pip cache remove llama_cpp_python` first.)
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+CMAKE_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
+export CMAKE_ARGS
+endif
+
 $(STAMP): pyproject.toml setup.py $(wildcard src/core/*.c src/core/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
