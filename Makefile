@@ -40,9 +40,18 @@ demo: install
 
 # The whole suite on the default engine (the compiled core where it is built), then the
 # modules that compare token ids again on the pure-Python path (tests/conftest.py ID_MODULES).
+# The two passes run side by side, one a core: the whole suite on the default engine, and the modules that
+# compare token ids again on the pure-Python path (its output is kept in a file and printed after the
+# first's; it writes no pytest cache, which the first pass owns).  Fails when either fails.
+PURE_LOG := $(VENV)/pure-pass.log
+
 test: install
-	$(BIN)/python -m pytest -q
-	BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids
+	@BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids -p no:cacheprovider > $(PURE_LOG) 2>&1 & pure=$$!; \
+	$(BIN)/python -m pytest -q; compiled=$$?; \
+	wait $$pure; pure_status=$$?; \
+	echo "== the pure-Python pass, run beside it: BPEFST_PURE_PYTHON=1 pytest -q -m ids (exit $$pure_status)"; \
+	cat $(PURE_LOG); \
+	test $$compiled -eq 0 -a $$pure_status -eq 0
 
 BENCHES := bench_api bench_train bench_compile bench_tokenize bench_end_to_end bench_validate bench_jobs bench_stream_memory bench_datasets bench_promote bench_guided bench_real_model bench_ray
 
