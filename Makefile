@@ -38,11 +38,10 @@ demo: install
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst tokenize $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
-# The whole suite on the default engine (the compiled core where it is built), then the
-# modules that compare token ids again on the pure-Python path (tests/conftest.py ID_MODULES).
-# The two passes run side by side, one a core: the whole suite on the default engine, and the modules that
-# compare token ids again on the pure-Python path (its output is kept in a file and printed after the
-# first's; it writes no pytest cache, which the first pass owns).  Fails when either fails.
+# The two passes run side by side, one a core: the whole suite on the default engine (the compiled core where
+# it is built), and the modules that compare token ids again on the pure-Python path (tests/conftest.py
+# ID_MODULES; its output is kept in a file and printed after the first's; it writes no pytest cache, which the
+# first pass owns).  Fails when either fails.
 PURE_LOG := $(VENV)/pure-pass.log
 
 test: install
