@@ -38,19 +38,24 @@ demo: install
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst tokenize $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
-# The two passes run side by side, one a core: the whole suite on the default engine (the compiled core where
-# it is built), and the modules that compare token ids again on the pure-Python path (tests/conftest.py
-# ID_MODULES; its output is kept in a file and printed after the first's; it writes no pytest cache, which the
-# first pass owns).  Fails when either fails.
-PURE_LOG := $(VENV)/pure-pass.log
+# The suite runs in two lanes side by side, one a core, about equally long: the first lane runs every test
+# module on the default engine (the compiled core, where it is built) except SECOND_LANE's; the second lane runs
+# the modules that compare token ids again on the pure-Python path (tests/conftest.py ID_MODULES), then
+# SECOND_LANE's modules on the default engine.  The second lane's output is kept in a file and printed after the
+# first's; it writes no pytest cache, which the first lane owns.  Fails when either lane fails.
+SECOND_LANE := tests/test_ray.py tests/test_native_promotion.py tests/test_fuzz_artifacts.py
+LANE_LOG := $(VENV)/second-lane.log
 
 test: install
-	@BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids -p no:cacheprovider > $(PURE_LOG) 2>&1 & pure=$$!; \
-	$(BIN)/python -m pytest -q; compiled=$$?; \
-	wait $$pure; pure_status=$$?; \
-	echo "== the pure-Python pass, run beside it: BPEFST_PURE_PYTHON=1 pytest -q -m ids (exit $$pure_status)"; \
-	cat $(PURE_LOG); \
-	test $$compiled -eq 0 -a $$pure_status -eq 0
+	@{ BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids -p no:cacheprovider; pure=$$?; \
+	   echo "== the rest of the second lane: pytest -q $(SECOND_LANE)"; \
+	   $(BIN)/python -m pytest -q -p no:cacheprovider $(SECOND_LANE); rest=$$?; \
+	   test $$pure -eq 0 -a $$rest -eq 0; } > $(LANE_LOG) 2>&1 & second=$$!; \
+	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(SECOND_LANE)); first=$$?; \
+	wait $$second; second_status=$$?; \
+	echo "== the second lane, run beside it: BPEFST_PURE_PYTHON=1 pytest -q -m ids, then pytest -q $(SECOND_LANE) (exit $$second_status)"; \
+	cat $(LANE_LOG); \
+	test $$first -eq 0 -a $$second_status -eq 0
 
 BENCHES := bench_api bench_train bench_compile bench_tokenize bench_end_to_end bench_validate bench_jobs bench_stream_memory bench_datasets bench_promote bench_guided bench_real_model bench_ray
 
