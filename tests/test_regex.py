@@ -517,6 +517,33 @@ def test_the_core_minimizes_a_dfa_read_from_its_dict_rows(dfa):
 
 @needs_core
 @settings(max_examples=300, deadline=None)
+@given(dfa=small_dfas(), merged=st.integers(0, 2))
+def test_a_dfa_relabelled_onto_fewer_symbols_is_determinized(dfa, merged):
+    """The core numbers a deterministic input without the subset construction; one whose relabelling sends two
+    of a state's symbols to one id is no longer deterministic and takes the subset construction.  Both give
+    the pure value (arcs listed in the dict rows' order, which need not be ascending)."""
+    own = {a: i for i, a in enumerate([0, 3, 40_000, 2**31 - 2])}  # small_dfas' symbols, as 0 .. 3
+    arcs = [[(own[a], r) for a, r in row.items()] for row in dfa.transitions]
+    nfa = NFA(arcs, [[] for _ in arcs], dfa.start, dfa.finals)
+    assert minimal_dfa(nfa, engine="compiled") == minimal_dfa(nfa, engine="pure")
+    relabelling = [0, 1, 2, merged]  # symbol 3 takes the id of symbol `merged`
+    relabelled = NFA([[(relabelling[a], r) for a, r in row] for row in arcs], nfa.eps, nfa.start, nfa.finals)
+    assert _minimal_natively(nfa, None, array("i", relabelling).tobytes()) == minimal_dfa(relabelled, engine="pure")
+
+
+@needs_core
+def test_engines_share_the_state_limit_on_a_deterministic_input():
+    """On a DFA the limit counts the states reached from the start (its subsets), not those it lists."""
+    chain = [{97: 1}, {98: 2, 97: 0}, {99: 3}, {}, {97: 0}]  # state 4 is not reached
+    nfa = NFA([list(row.items()) for row in chain], [[] for _ in chain], 0, frozenset({3}))
+    for engine in ("pure", "compiled"):
+        assert minimal_dfa(nfa, 4, engine=engine) == minimal_dfa(nfa, engine="pure")
+        with pytest.raises(StateLimitExceeded):
+            minimal_dfa(nfa, 3, engine=engine)
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
 @given(dfa=small_dfas(), data=st.data())
 def test_the_core_reads_a_copied_row_through_its_ids(dfa, data):
     """A row given as (another automaton's row, the copy's state for each of that row's targets), as the JSON

@@ -3,7 +3,8 @@
  *
  * Three steps over flat arrays:
  *   - the subset construction (Rabin & Scott 1959): each DFA state is an epsilon-closed set of NFA states,
- *     kept sorted in one pool and found again by hash, numbered breadth-first with symbols ascending;
+ *     kept sorted in one pool and found again by hash, numbered breadth-first with symbols ascending (an NFA
+ *     that is already deterministic, as the JSON Schema translation's tables are, is numbered so directly);
  *   - trimming: states from which no final state is reached go, with the arcs into them;
  *   - Hopcroft's refinement and the quotient numbered canonically (refine.h), so the result is equal, as a
  *     value, to what the pure functions give: the minimal DFA of a language is unique up to numbering, and
@@ -232,6 +233,55 @@ static int32_t subset_intern(Subsets *s, long long max_states) {
     return id;
 }
 
+/* Whether the NFA is deterministic: no epsilon arc, no symbol twice in a state's arcs (each state's arcs are left
+ * sorted by symbol on the way). 1: yes, 0: no, -1: out of memory. */
+static int nfa_is_deterministic(Subsets *s) {
+    if (s->eps_start[s->n]) return 0;
+    for (int32_t q = 0; q < s->n; q++) {
+        int32_t begin = s->arc_start[q], end = s->arc_start[q + 1], a = begin + 1;
+        while (a < end && s->arc_symbol[a - 1] < s->arc_symbol[a]) a++;
+        if (a >= end) continue;
+        size_t count = (size_t)(end - begin);
+        if (count > s->moves_capacity) {
+            uint64_t *grown = realloc(s->moves, count * 8);
+            if (!grown) return -1;
+            s->moves = grown, s->moves_capacity = count;
+        }
+        for (int32_t k = begin; k < end; k++)
+            s->moves[k - begin] = (uint64_t)(uint32_t)s->arc_symbol[k] << 32 | (uint32_t)s->arc_target[k];
+        qsort(s->moves, count, 8, by_uint64);
+        for (size_t i = 1; i < count; i++)
+            if (s->moves[i] >> 32 == s->moves[i - 1] >> 32) return 0; /* (before any arc is written back) */
+        for (size_t i = 0; i < count; i++)
+            s->arc_symbol[begin + i] = (int32_t)(s->moves[i] >> 32), s->arc_target[begin + i] = (int32_t)(uint32_t)s->moves[i];
+    }
+    return 1;
+}
+
+/* The subset construction of a deterministic NFA: its subsets are the single states reached from the start,
+ * numbered in the order subsets_build numbers them (breadth first, symbols ascending), without closures or
+ * hashing; what it writes is what subsets_build would.  The limit counts the same states.  Same returns. */
+static int subsets_of_a_dfa(Subsets *s, int32_t start, long long max_states) {
+    int32_t *number = s->seen; /* (the state's number + 1; 0: not reached yet) */
+    if (max_states == 0) return -2;
+    if (ints_push(&s->subset_start, 0) || ints_push(&s->pool, start) || ints_push(&s->subset_start, 1)) return -1;
+    number[start] = 1;
+    for (size_t k = 0; k < s->pool.length; k++) { /* grows while read: breadth first */
+        int32_t q = s->pool.data[k];
+        if (ints_push(&s->dfa_start, (int32_t)s->dfa_symbol.length)) return -1;
+        for (int32_t a = s->arc_start[q]; a < s->arc_start[q + 1]; a++) {
+            int32_t r = s->arc_target[a];
+            if (!number[r]) {
+                if (max_states >= 0 && (long long)s->pool.length + 1 > max_states) return -2;
+                if (ints_push(&s->pool, r) || ints_push(&s->subset_start, (int32_t)s->pool.length)) return -1;
+                number[r] = (int32_t)s->pool.length;
+            }
+            if (ints_push(&s->dfa_symbol, s->arc_symbol[a]) || ints_push(&s->dfa_target, number[r] - 1)) return -1;
+        }
+    }
+    return ints_push(&s->dfa_start, (int32_t)s->dfa_symbol.length);
+}
+
 /* The subset construction: s->dfa_* hold the DFA's arcs, breadth-first numbering. 0, -1 (memory), -2 (limit). */
 static int subsets_build(Subsets *s, int32_t start, long long max_states) {
     if (ints_push(&s->subset_start, 0) || table_rehash(s)) return -1;
@@ -396,7 +446,10 @@ static PyObject *minimal_dfa_method(PyObject *module, PyObject *args) {
         if (nfa_int(PyList_GET_ITEM(finals, i), (long)n, &q, "a final state")) goto done;
         s.is_final[q] = 1;
     }
-    int built = subsets_build(&s, (int32_t)start, max_states);
+    int deterministic = nfa_is_deterministic(&s);
+    int built = deterministic < 0  ? -1
+                : deterministic ? subsets_of_a_dfa(&s, (int32_t)start, max_states)
+                                : subsets_build(&s, (int32_t)start, max_states);
     if (built == -2) {
         result = Py_None;
         Py_INCREF(result);
