@@ -38,24 +38,18 @@ demo: install
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst tokenize $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
-# The suite runs in two lanes side by side, one a core, about equally long: the first lane runs every test
-# module on the default engine (the compiled core, where it is built) except SECOND_LANE's; the second lane runs
-# the modules that compare token ids again on the pure-Python path (tests/conftest.py ID_MODULES), then
-# SECOND_LANE's modules on the default engine.  The second lane's output is kept in a file and printed after the
-# first's; it writes no pytest cache, which the first lane owns.  Fails when either lane fails.
-SECOND_LANE := tests/test_ray.py tests/test_native_promotion.py tests/test_fuzz_artifacts.py
-LANE_LOG := $(VENV)/second-lane.log
+# The suite runs on TEST_WORKERS processes (pytest-xdist; a test module stays on one worker, so its fixtures are
+# built once): first every module on the default engine (the compiled core, where it is built), then the modules
+# that compare token ids again on the pure-Python path (tests/conftest.py ID_MODULES; no pytest cache of its
+# own, which the first pass owns).  Fails when either pass fails.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 
 test: install
-	@{ BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m ids -p no:cacheprovider; pure=$$?; \
-	   echo "== the rest of the second lane: pytest -q $(SECOND_LANE)"; \
-	   $(BIN)/python -m pytest -q -p no:cacheprovider $(SECOND_LANE); rest=$$?; \
-	   test $$pure -eq 0 -a $$rest -eq 0; } > $(LANE_LOG) 2>&1 & second=$$!; \
-	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(SECOND_LANE)); first=$$?; \
-	wait $$second; second_status=$$?; \
-	echo "== the second lane, run beside it: BPEFST_PURE_PYTHON=1 pytest -q -m ids, then pytest -q $(SECOND_LANE) (exit $$second_status)"; \
-	cat $(LANE_LOG); \
-	test $$first -eq 0 -a $$second_status -eq 0
+	@$(BIN)/python -m pytest -q $(XDIST); compiled=$$?; \
+	echo "== the modules that compare token ids, again on the pure-Python path: BPEFST_PURE_PYTHON=1 pytest -m ids"; \
+	BPEFST_PURE_PYTHON=1 $(BIN)/python -m pytest -q $(XDIST) -m ids -p no:cacheprovider; pure=$$?; \
+	test $$compiled -eq 0 -a $$pure -eq 0
 
 BENCHES := bench_api bench_train bench_compile bench_tokenize bench_end_to_end bench_validate bench_jobs bench_stream_memory bench_datasets bench_promote bench_guided bench_real_model bench_ray
 
