@@ -38,9 +38,9 @@ demo: install
 	echo 'The tokenizer compiles merges into automata.' | $(BIN)/bpefst tokenize $(DEMO)/tokenizer.bpefst | $(BIN)/bpefst validate $(DEMO)/tokenizer.dfa
 	$(BIN)/bpefst convert $(DEMO)/tokenizer.bpefst --format hf --output $(DEMO)/tokenizer.json
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist, handing out test by test: a module a worker, --dist
-# loadfile, ended the default pass 2:20 later on 2 cores): first every module on the default engine (the compiled
-# core, where it is built), then the modules that compare token ids again on the pure-Python path
+# The suite runs on TEST_WORKERS processes (pytest-xdist, handing out one test at a time; keeping a module on one
+# worker, --dist loadfile, ended the default pass 2:20 later on 2 cores): first every module on the default engine
+# (the compiled core, where it is built), then the modules that compare token ids again on the pure-Python path
 # (tests/conftest.py ID_MODULES; no pytest cache of its own, which the first pass owns).  Fails when either fails.
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS)

@@ -194,6 +194,17 @@ static void moves_sort(uint64_t *moves, size_t count) {
         }
 }
 
+/* Room for `count` moves in s->moves (grown by doubling). 0, or -1 out of memory. */
+static int moves_reserve(Subsets *s, size_t count) {
+    if (count <= s->moves_capacity) return 0;
+    size_t capacity = s->moves_capacity ? s->moves_capacity : 64;
+    while (capacity < count) capacity *= 2;
+    uint64_t *grown = realloc(s->moves, capacity * 8);
+    if (!grown) return -1;
+    s->moves = grown, s->moves_capacity = capacity;
+    return 0;
+}
+
 static int table_rehash(Subsets *s) {
     size_t size = s->table_size ? 2 * s->table_size : 256;
     int32_t *table = malloc(size * 4);
@@ -242,11 +253,7 @@ static int nfa_is_deterministic(Subsets *s) {
         while (a < end && s->arc_symbol[a - 1] < s->arc_symbol[a]) a++;
         if (a >= end) continue;
         size_t count = (size_t)(end - begin);
-        if (count > s->moves_capacity) {
-            uint64_t *grown = realloc(s->moves, count * 8);
-            if (!grown) return -1;
-            s->moves = grown, s->moves_capacity = count;
-        }
+        if (moves_reserve(s, count)) return -1;
         for (int32_t k = begin; k < end; k++)
             s->moves[k - begin] = (uint64_t)(uint32_t)s->arc_symbol[k] << 32 | (uint32_t)s->arc_target[k];
         qsort(s->moves, count, 8, by_uint64);
@@ -294,14 +301,7 @@ static int subsets_build(Subsets *s, int32_t start, long long max_states) {
         size_t moves = 0;
         for (int32_t i = s->subset_start.data[k]; i < s->subset_start.data[k + 1]; i++) {
             int32_t q = s->pool.data[i];
-            size_t more = (size_t)(s->arc_start[q + 1] - s->arc_start[q]);
-            if (moves + more > s->moves_capacity) {
-                size_t capacity = s->moves_capacity ? s->moves_capacity : 64;
-                while (capacity < moves + more) capacity *= 2;
-                uint64_t *grown = realloc(s->moves, capacity * 8);
-                if (!grown) return -1;
-                s->moves = grown, s->moves_capacity = capacity;
-            }
+            if (moves_reserve(s, moves + (size_t)(s->arc_start[q + 1] - s->arc_start[q]))) return -1;
             for (int32_t a = s->arc_start[q]; a < s->arc_start[q + 1]; a++)
                 s->moves[moves++] = (uint64_t)(uint32_t)s->arc_symbol[a] << 32 | (uint32_t)s->arc_target[a];
         }
