@@ -38,7 +38,7 @@ def compile_regex(pattern: str, alphabet: Alphabet, max_states: int | None = Non
     """
     nfa = to_nfa(parse(pattern), alphabet)
     table = alphabet.relabelling_table()
-    if table is not None and _compiled(engine):  # finishing is a relabelling: the core does it as it reads the NFA
+    if table is not None and on_core(engine):  # finishing is a relabelling: the core does it as it reads the NFA
         return _minimal_natively(nfa, max_states, table)
     return alphabet.finish(minimal_dfa(nfa, max_states, engine))
 
@@ -47,12 +47,13 @@ def minimal_dfa(nfa: NFA, max_states: int | None = None, engine: str | None = No
     """``minimize(determinize(nfa, max_states))``, on the compiled core's ``minimal_dfa`` where ``engine``
     (:func:`bpefst.native.choose`) says so: the same algorithms over flat arrays, giving the same automaton
     (a minimal DFA numbered canonically is one value per language), about ten times faster."""
-    if _compiled(engine):
+    if on_core(engine):
         return _minimal_natively(nfa, max_states)
     return minimize(determinize(nfa, max_states))
 
 
-def _compiled(engine: str | None) -> bool:
+def on_core(engine: str | None) -> bool:
+    """Whether ``engine`` (:func:`bpefst.native.choose`: None, "compiled" or "pure") runs on the compiled core."""
     from .. import native  # (here: bpefst.native imports the tokenizer package, which imports this one)
 
     return native.choose(engine) == "compiled"
@@ -62,19 +63,24 @@ def minimal_of_dfa(dfa: DFA, engine: str | None = None) -> DFA:
     """``minimize(dfa)``, on the compiled core's ``minimal_dfa`` where ``engine`` says so: it reads the DFA's
     dict rows as its arcs (an NFA without epsilon arcs) and gives the same value, about five times faster on
     the token automata promotion writes out (GPT-2 numbers, 512,000 arcs: 1.09 s -> 0.19 s)."""
-    if not _compiled(engine):
+    if not on_core(engine):
         return minimize(dfa)
     rows = dfa.transitions if isinstance(dfa.transitions, list) else list(dfa.transitions)
-    return _minimal_of_rows(rows, [[]] * len(rows), dfa.start, dfa.finals, None)
+    return minimal_of_rows(rows, [[]] * len(rows), dfa.start, dfa.finals, None)
 
 
 def _minimal_natively(nfa: NFA, max_states: int | None, relabelling: bytes | None = None) -> DFA:
     """:func:`minimal_dfa` on the compiled core, the NFA's symbols relabelled first by ``relabelling``."""
-    return _minimal_of_rows(nfa.arcs, nfa.eps, nfa.start, nfa.finals, max_states, relabelling)
+    return minimal_of_rows(nfa.arcs, nfa.eps, nfa.start, nfa.finals, max_states, relabelling)
 
 
-def _minimal_of_rows(rows, eps, start: int, finals, max_states: int | None, relabelling: bytes | None = None) -> DFA:
-    """The core's ``minimal_dfa`` over rows of arcs (lists of ``(symbol, target)`` or dicts) and epsilon rows."""
+def minimal_of_rows(rows, eps, start: int, finals, max_states: int | None, relabelling: bytes | None = None) -> DFA:
+    """The minimal DFA, numbered canonically, of the automaton whose state ``q`` has the arcs ``rows[q]`` and the
+    epsilon arcs ``eps[q]``, on the compiled core (its ``minimal_dfa``; callers check :func:`on_core` first).
+
+    A row is a list of ``(symbol, target)`` pairs, a dict ``symbol -> target``, or a tuple ``(dict, ids)``: a
+    copy of another automaton's row, its targets read through ``ids``.  ``relabelling`` (bytes of int32s)
+    maps each symbol to its final id, -1 for none.  Past ``max_states`` subsets: StateLimitExceeded."""
     from .. import native
 
     found = native.core.minimal_dfa(rows, eps, start, sorted(finals), relabelling, -1 if max_states is None else max_states)
