@@ -22,11 +22,23 @@ not shadowed.
 
 from __future__ import annotations
 
-from .alphabets import Alphabet, ByteAlphabet, CharAlphabet, alphabet_for
-from .compiler import NFA_STATE_LIMIT, compile_regex, to_nfa
-from .syntax import RegexSyntaxError, parse
+import importlib
 
-__all__ = [
-    "compile_regex", "Alphabet", "ByteAlphabet", "CharAlphabet", "alphabet_for", "RegexSyntaxError",
-    "parse", "to_nfa", "NFA_STATE_LIMIT",
-]
+# name -> the module of this package that defines it, imported on first use: tokenizing checks a
+# pre-tokenization pattern with .syntax, and importing the compiler and the automata behind it as well made
+# every `bpefst tokenize` start about 55 ms later
+_HOMES = {
+    "compile_regex": "compiler", "to_nfa": "compiler", "NFA_STATE_LIMIT": "compiler",
+    "Alphabet": "alphabets", "ByteAlphabet": "alphabets", "CharAlphabet": "alphabets", "alphabet_for": "alphabets",
+    "RegexSyntaxError": "syntax", "parse": "syntax",
+}
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
