@@ -244,30 +244,47 @@ static int32_t subset_intern(Subsets *s, long long max_states) {
     return id;
 }
 
-/* Whether the NFA is deterministic: no epsilon arc, no symbol twice in a state's arcs (each state's arcs are left
- * sorted by symbol on the way). 1: yes, 0: no, -1: out of memory. */
+/* Whether the NFA is deterministic: no epsilon arc, no symbol twice in a state's arcs. 1: yes, 0: no, -1: out of
+ * memory.  A stamp per symbol (the last state that read it) finds a repeated symbol in one pass over the arcs;
+ * symbols past DETERMINISM_STAMPS (no alphabet here has them) sort each row instead. */
+#define DETERMINISM_STAMPS (1 << 24)
+
 static int nfa_is_deterministic(Subsets *s) {
     if (s->eps_start[s->n]) return 0;
+    int32_t arcs = s->arc_start[s->n], largest = -1;
+    for (int32_t a = 0; a < arcs; a++)
+        if (s->arc_symbol[a] > largest) largest = s->arc_symbol[a];
+    if (largest < DETERMINISM_STAMPS) {
+        int32_t *stamp = malloc(((size_t)largest + 1) * 4 + 4);
+        if (!stamp) return -1;
+        memset(stamp, 0xff, ((size_t)largest + 1) * 4); /* -1: no state yet */
+        for (int32_t q = 0; q < s->n; q++)
+            for (int32_t a = s->arc_start[q]; a < s->arc_start[q + 1]; a++) {
+                if (stamp[s->arc_symbol[a]] == q) {
+                    free(stamp);
+                    return 0;
+                }
+                stamp[s->arc_symbol[a]] = q;
+            }
+        free(stamp);
+        return 1;
+    }
     for (int32_t q = 0; q < s->n; q++) {
-        int32_t begin = s->arc_start[q], end = s->arc_start[q + 1], a = begin + 1;
-        while (a < end && s->arc_symbol[a - 1] < s->arc_symbol[a]) a++;
-        if (a >= end) continue;
+        int32_t begin = s->arc_start[q], end = s->arc_start[q + 1];
         size_t count = (size_t)(end - begin);
         if (moves_reserve(s, count)) return -1;
-        for (int32_t k = begin; k < end; k++)
-            s->moves[k - begin] = (uint64_t)(uint32_t)s->arc_symbol[k] << 32 | (uint32_t)s->arc_target[k];
-        qsort(s->moves, count, 8, by_uint64);
+        for (int32_t k = begin; k < end; k++) s->moves[k - begin] = (uint64_t)(uint32_t)s->arc_symbol[k] << 32;
+        moves_sort(s->moves, count);
         for (size_t i = 1; i < count; i++)
-            if (s->moves[i] >> 32 == s->moves[i - 1] >> 32) return 0; /* (before any arc is written back) */
-        for (size_t i = 0; i < count; i++)
-            s->arc_symbol[begin + i] = (int32_t)(s->moves[i] >> 32), s->arc_target[begin + i] = (int32_t)(uint32_t)s->moves[i];
+            if (s->moves[i] == s->moves[i - 1]) return 0;
     }
     return 1;
 }
 
 /* The subset construction of a deterministic NFA: its subsets are the single states reached from the start,
- * numbered in the order subsets_build numbers them (breadth first, symbols ascending), without closures or
- * hashing; what it writes is what subsets_build would.  The limit counts the same states.  Same returns. */
+ * numbered breadth first with each state's arcs in the order read, without closures or hashing (subsets_build
+ * takes symbols ascending; the quotient's canonical numbering does not depend on this one).  The limit counts
+ * the same states.  Same returns. */
 static int subsets_of_a_dfa(Subsets *s, int32_t start, long long max_states) {
     int32_t *number = s->seen; /* (the state's number + 1; 0: not reached yet) */
     if (max_states == 0) return -2;
@@ -323,6 +340,16 @@ static int subsets_build(Subsets *s, int32_t start, long long max_states) {
     return ints_push(&s->dfa_start, (int32_t)s->dfa_symbol.length);
 }
 
+/* An empty dict with room for `size` items (CPython's _PyDict_NewPresized, in every version this builds for). */
+static PyObject *dict_for(Py_ssize_t size) {
+#if PY_VERSION_HEX < 0x030D0000
+    return size > 5 ? _PyDict_NewPresized(size) : PyDict_New();
+#else
+    (void)size;
+    return PyDict_New();
+#endif
+}
+
 /* The minimal DFA of the subsets' DFA as Python values: (rows, finals), start 0; NULL with an exception set. */
 static PyObject *minimal_quotient(Subsets *s) {
     int32_t states = (int32_t)s->subset_start.length - 1, arcs = (int32_t)s->dfa_symbol.length;
@@ -332,7 +359,7 @@ static PyObject *minimal_quotient(Subsets *s) {
     uint8_t *final = NULL, *final_kept = NULL, *final_block = NULL;
     Quotient quotient = {0};
     Ints queue = {0};
-    PyObject *rows = NULL, *finals = NULL, *result = NULL;
+    PyObject *rows = NULL, *finals = NULL, *result = NULL, **state_object = NULL;
     /* trimming: the states a final state is reached from, by the reversed arcs */
     keep = calloc((size_t)states + 1, 4), in_start = calloc((size_t)states + 2, 4), in_arc = malloc((size_t)arcs * 4 + 4);
     final = calloc((size_t)states + 1, 1);
@@ -383,24 +410,24 @@ static PyObject *minimal_quotient(Subsets *s) {
     if (!final_block) goto nomemory;
     for (int32_t q = 0; q < m; q++) final_block[quotient.number[q]] = final_kept[q]; /* (a block agrees on finality) */
     rows = PyList_New(quotient.count), finals = PyList_New(0);
+    state_object = calloc((size_t)quotient.count + 1, sizeof(PyObject *)); /* one int per state, shared by its arcs */
     if (!rows || !finals) goto done;
+    if (!state_object) goto nomemory;
+    for (int32_t i = 0; i < quotient.count; i++)
+        if (!(state_object[i] = PyLong_FromLong(i))) goto done;
     for (int32_t i = 0; i < quotient.count; i++) {
-        PyObject *row = PyDict_New();
+        /* sized for its arcs at once: a string's row of two hundred bytes grew its table five times */
+        PyObject *row = dict_for(quotient.arc_begin[i + 1] - quotient.arc_begin[i]);
         if (!row) goto done;
         PyList_SET_ITEM(rows, i, row);
         for (int32_t j = quotient.arc_begin[i]; j < quotient.arc_begin[i + 1]; j++) {
             int32_t a = quotient.arcs[j];
-            PyObject *key = PyLong_FromLongLong(label[a]), *value = PyLong_FromLong(quotient.number[head[a]]);
-            int failed = !key || !value || PyDict_SetItem(row, key, value);
-            Py_XDECREF(key), Py_XDECREF(value);
+            PyObject *key = PyLong_FromLongLong(label[a]);
+            int failed = !key || PyDict_SetItem(row, key, state_object[quotient.number[head[a]]]);
+            Py_XDECREF(key);
             if (failed) goto done;
         }
-        if (final_block[i]) {
-            PyObject *x = PyLong_FromLong(i);
-            int failed = !x || PyList_Append(finals, x);
-            Py_XDECREF(x);
-            if (failed) goto done;
-        }
+        if (final_block[i] && PyList_Append(finals, state_object[i])) goto done;
     }
     result = PyTuple_Pack(2, rows, finals);
     goto done;
@@ -408,6 +435,9 @@ nomemory:
     PyErr_NoMemory();
 done:
     Py_XDECREF(rows), Py_XDECREF(finals);
+    if (state_object)
+        for (int32_t i = 0; i < quotient.count; i++) Py_XDECREF(state_object[i]);
+    free(state_object);
     quotient_free(&quotient);
     free(keep), free(kept_id), free(in_start), free(in_arc), free(tail), free(label), free(head), free(final);
     free(final_kept), free(final_block), free(queue.data);
