@@ -606,3 +606,14 @@ def test_engines_share_the_state_limit():
 def test_minimal_dfa_refuses_bad_arguments(arguments, error):
     with pytest.raises(error):
         native.core.minimal_dfa(*arguments)
+
+
+@needs_core
+@settings(max_examples=200, deadline=None)
+@given(nfa=small_nfas(), wide=st.sampled_from([2**24, 2**31 - 2]))
+def test_engines_agree_on_nfas_over_symbols_past_the_stamp_table(nfa, wide):
+    """Symbols past the core's table of stamps take its other determinism check (each row sorted): a symbol
+    twice in a row is still found, and the value is the pure one."""
+    arcs = [[(wide if a == 2 else a, r) for a, r in row] for row in nfa.arcs]
+    wide_nfa = NFA(arcs, [[] for _ in arcs], nfa.start, nfa.finals)
+    assert minimal_dfa(wide_nfa, engine="compiled") == minimal_dfa(wide_nfa, engine="pure")
