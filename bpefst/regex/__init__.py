@@ -26,7 +26,7 @@ import importlib
 
 # name -> the module of this package that defines it, imported on first use: tokenizing checks a
 # pre-tokenization pattern with .syntax, and importing the compiler and the automata behind it as well made
-# every `bpefst tokenize` start about 55 ms later
+# every bpefst command start later (importing the CLI's common module: 0.25 s instead of 0.17 s)
 _HOMES = {
     "compile_regex": "compiler", "to_nfa": "compiler", "NFA_STATE_LIMIT": "compiler",
     "Alphabet": "alphabets", "ByteAlphabet": "alphabets", "CharAlphabet": "alphabets", "alphabet_for": "alphabets",

@@ -247,7 +247,7 @@ static int32_t subset_intern(Subsets *s, long long max_states) {
 /* Whether the NFA is deterministic: no epsilon arc, no symbol twice in a state's arcs. 1: yes, 0: no, -1: out of
  * memory.  A stamp per symbol (the last state that read it) finds a repeated symbol in one pass over the arcs;
  * symbols past DETERMINISM_STAMPS (no alphabet here has them) sort each row instead. */
-#define DETERMINISM_STAMPS (1 << 24)
+#define DETERMINISM_STAMPS (1 << 20) /* at most 4 MB of stamps; vocabularies of up to a million ids */
 
 static int nfa_is_deterministic(Subsets *s) {
     if (s->eps_start[s->n]) return 0;
