@@ -51,6 +51,11 @@ class Alphabet(ABC):
     def charset(self, source: str, flags: str) -> NFA:
         """An NFA over raw symbols for one character matched by the regex atom ``source``."""
 
+    def spelling(self, codepoint: int) -> bytes | tuple[int, ...] | None:
+        """The raw symbols of this character when :meth:`literal` is their chain, one symbol after the
+        other (the compiler writes a run of such characters as one chain); None where it is not."""
+        return None
+
     @abstractmethod
     def finish(self, raw: DFA) -> DFA:
         """The minimal DFA over symbol ids for a minimal DFA over raw symbols."""
@@ -110,6 +115,11 @@ class ByteAlphabet(Alphabet):
         if charsets.SURROGATES[0] <= codepoint <= charsets.SURROGATES[1]:
             return thompson.empty()
         return thompson.literal(chr(codepoint).encode("utf-8"))
+
+    def spelling(self, codepoint: int) -> bytes | None:
+        if charsets.SURROGATES[0] <= codepoint <= charsets.SURROGATES[1]:
+            return None
+        return chr(codepoint).encode("utf-8")
 
     def charset(self, source: str, flags: str) -> NFA:
         return NFA.from_dfa(utf8_dfa(charsets.scalar_ranges(source, flags)))
@@ -185,6 +195,9 @@ class CharAlphabet(Alphabet):
         if chr(codepoint) in self.domain:
             return thompson.symbols((codepoint,))
         return thompson.empty()
+
+    def spelling(self, codepoint: int) -> tuple[int] | None:
+        return (codepoint,) if chr(codepoint) in self.domain else None
 
     def charset(self, source: str, flags: str) -> NFA:
         return thompson.symbols(ord(c) for c in charsets.matching_chars(source, flags, self.domain))

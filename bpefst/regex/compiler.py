@@ -12,7 +12,7 @@ relabelled to symbol ids by the alphabet.
 Bounded repetition copies its operand, so ``x{m,n}`` costs ``n`` copies of
 ``x``; the NFA is capped at :data:`NFA_STATE_LIMIT` states and a repetition
 that would exceed it raises :class:`~bpefst.automata.StateLimitExceeded`
-naming its position, before any memory is spent.
+naming its position, before its copies are made.
 """
 
 from __future__ import annotations
@@ -93,7 +93,6 @@ def minimal_of_rows(rows, eps, start: int, finals, max_states: int | None, relab
 def to_nfa(node: Node, alphabet: Alphabet) -> NFA:
     """The Thompson NFA of a syntax tree over the alphabet's raw symbols."""
     builder = _Builder(alphabet)
-    builder.size(node)  # refuse oversized patterns before building anything big
     piece = builder.build(node)
     return NFA(builder.arcs, builder.eps, piece.start, frozenset(piece.finals), check=False)
 
@@ -108,7 +107,12 @@ class _Piece(NamedTuple):
 
 
 class _Builder:
-    """Writes the NFA of a syntax tree into one table (``arcs``, ``eps``), a piece per node."""
+    """Writes the NFA of a syntax tree into one table (``arcs``, ``eps``), a piece per node.
+
+    A run of literal characters in a sequence is written as one chain of states (where the alphabet spells
+    each character as a chain: :meth:`~.alphabets.Alphabet.spelling`), not a piece per character glued with
+    epsilon arcs: JSON Schema patterns are mostly such runs.  The table's size is checked as it grows, and
+    a repetition's copies before they are made (:meth:`_check`)."""
 
     def __init__(self, alphabet: Alphabet) -> None:
         self.alphabet = alphabet
@@ -116,25 +120,6 @@ class _Builder:
         self.sets: dict[tuple[str, str], NFA] = {}
         self.arcs: list[list[tuple[int, int]]] = []
         self.eps: list[list[int]] = []
-
-    def size(self, node: Node) -> int:
-        """An upper bound on the NFA states :meth:`build` makes; raises if over the limit."""
-        if isinstance(node, (Literal, CharSet)):
-            return self._atom(node).num_states
-        if isinstance(node, Concat):
-            total = sum(self.size(part) for part in node.parts) + 1
-            what = "the sequence"
-        elif isinstance(node, Alternation):
-            total = sum(self.size(part) for part in node.branches) + 1
-            what = "the alternation"
-        elif isinstance(node, Repeat):
-            copies = node.low + 1 if node.high is None else max(node.high, 1)
-            total = (self.size(node.child) + 1) * copies + 1
-            what = "the repetition"
-        else:
-            raise TypeError(f"unknown syntax node {node!r}")
-        self._check(total, node.pos, what)
-        return total
 
     def _atom(self, node: Literal | CharSet) -> NFA:
         """The alphabet's NFA of one character (made once per character or class)."""
@@ -152,20 +137,55 @@ class _Builder:
     def build(self, node: Node) -> _Piece:
         """The piece of ``node``, written after the rows already in the table."""
         first = len(self.arcs)
-        if isinstance(node, (Literal, CharSet)):
+        if isinstance(node, Literal) and (spelled := self.alphabet.spelling(node.codepoint)) is not None:
+            start, finals = self._chain(spelled)
+        elif isinstance(node, (Literal, CharSet)):
             nfa = self._atom(node)
             start, finals = self._place(nfa.arcs, nfa.eps, 0, nfa.start, nfa.finals)
         elif isinstance(node, Concat):
-            start, finals = self._concat([self.build(part) for part in node.parts])
+            start, finals = self._concat(self._pieces(node.parts))
+            self._check(len(self.arcs), node.pos, "the sequence")
         elif isinstance(node, Alternation):  # a fresh start with an epsilon arc to each branch
             start = self._state()
             pieces = [self.build(part) for part in node.branches]
             self.eps[start] = [piece.start for piece in pieces]
             finals = [f for piece in pieces for f in piece.finals]
+            self._check(len(self.arcs), node.pos, "the alternation")
         elif isinstance(node, Repeat):
             start, finals = self._repeat(node)
         else:
             raise TypeError(f"unknown syntax node {node!r}")
+        return _Piece(first, len(self.arcs), start, finals)
+
+    def _pieces(self, parts: list[Node]) -> list[_Piece]:
+        """The pieces of a sequence's parts, each run of literal characters one chain."""
+        pieces: list[_Piece] = []
+        run: list[int] = []
+        spelling = self.alphabet.spelling
+        for part in parts:
+            spelled = spelling(part.codepoint) if isinstance(part, Literal) else None
+            if spelled is not None:
+                run.extend(spelled)
+                continue
+            if run:
+                pieces.append(self._chain_piece(run))
+                run = []
+            pieces.append(self.build(part))
+        if run:
+            pieces.append(self._chain_piece(run))
+        return pieces
+
+    def _chain(self, symbols) -> tuple[int, list[int]]:
+        """States reading ``symbols`` one after the other: its start and its one final state."""
+        first = len(self.arcs)
+        self.arcs.extend([[(a, first + i)] for i, a in enumerate(symbols, 1)])
+        self.arcs.append([])
+        self.eps.extend([[] for _ in range(len(symbols) + 1)])
+        return first, [first + len(symbols)]
+
+    def _chain_piece(self, symbols) -> _Piece:
+        first = len(self.arcs)
+        start, finals = self._chain(symbols)
         return _Piece(first, len(self.arcs), start, finals)
 
     def _repeat(self, node: Repeat) -> tuple[int, list[int]]:
@@ -184,6 +204,8 @@ class _Builder:
                     self.eps[f].append(loop)
             return loop, [loop] if low == 0 and high is None else piece.finals + [loop] if high == 1 else piece.finals
         first = self.build(node.child)
+        copies = low + 1 if high is None else high
+        self._check(len(self.arcs) + (first.end - first.first + 1) * (copies - 1) + 1, node.pos, "the repetition")
         pieces = [first] + [self._copy(first) for _ in range(low - 1)] if low else []
         if high is None:
             loop = self._state()

@@ -111,6 +111,9 @@ _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
 _SET_ESCAPES = frozenset("dDwWsS")
 _HEX_LENGTHS = {"x": 2, "u": 4, "U": 8}
 _OCTAL = frozenset("01234567")
+# Characters that are one literal of their own unless a quantifier follows (the sequence reads them directly)
+_PLAIN_STOPS = frozenset("\\()[].|*+?{^$")
+_QUANTIFIER_STARTS = frozenset("*+?{")
 
 
 def parse(pattern: str) -> Node:
@@ -221,11 +224,18 @@ class _Parser:
         parts: list[Node] = []
         seen_consuming = False
         p = self.p
-        while self.i < len(p):
+        n = len(p)
+        folding = "i" in flags
+        while self.i < n:
             ch = p[self.i]
+            pos = self.i
+            if ch not in _PLAIN_STOPS and not folding and (pos + 1 == n or p[pos + 1] not in _QUANTIFIER_STARTS):
+                parts.append(Literal(ord(ch), pos))  # (the common case: what atom() and quantified() would give)
+                self.i += 1
+                seen_consuming = True
+                continue
             if ch in "|)":
                 break
-            pos = self.i
             if ch == "^" or p.startswith("\\A", pos):
                 width = 1 if ch == "^" else 2
                 if not top or seen_consuming:
