@@ -1068,6 +1068,25 @@ def test_a_chunk_product_refuses_arguments_that_lie(change) -> None:
         core.chunk_product(*chunk_arguments(**change))
 
 
+def test_a_chunk_product_checks_every_table_it_has_not_checked() -> None:
+    """chunk_product keeps the last bytes tables it checked (and its decoder's heights) by identity: the same
+    call again gives the same product, and a table that is another object, of the same size and right after a
+    good call, is checked again (refused when it lies) or, mutable, read from a copy."""
+    arguments = chunk_arguments()
+    first = core.chunk_product(*arguments)
+    again = core.chunk_product(*arguments)
+    as_value = lambda found: ([dict(row) for row in found[0]], found[1], sorted(found[2]))  # noqa: E731
+    assert as_value(again) == as_value(first)
+    decoder = arguments[4]
+    lying = bytearray(decoder)
+    lying[4 * 0xC3:4 * 0xC3 + 4] = packed(10_000)  # the first byte of the 2-byte character leads past the decoder
+    for bad in (bytes(lying), lying):
+        with pytest.raises(ValueError):
+            core.chunk_product(*arguments[:4], bad, *arguments[5:])
+    assert as_value(core.chunk_product(*arguments[:4], bytearray(decoder), *arguments[5:])) == as_value(first)
+    assert as_value(core.chunk_product(*arguments)) == as_value(first)
+
+
 def test_a_transform_walk_refuses_a_trie_that_spells_a_token_twice() -> None:
     """Tables the Python side never packs (trie_walker_tables refuses them) but a damaged parts file could
     hold: token 5 on an edge and again among a node's ends.  An exception, never a token read twice."""
