@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..automata import DFA, minimize, trim
+from ..automata import DFA, trim
 from ..automata.errors import ArcLimitExceeded
 from ..errors import BpefstError
+from ..regex.compiler import minimal_of_dfa
 from ..tokenizer import BPEModel
 from .agnostic import LATTICE, promote_agnostic
 from .direct import promote_direct
@@ -96,7 +97,7 @@ def source_automaton(pattern: DFA, model: BPEModel, mode: str, pretokenizer: str
         what = f"{LATTICE}, estimated at {lattice_per_arc:g} per arc of the chunked pattern's arcs (more than {arcs_limit:,}),"
         raise ArcLimitExceeded(what, max_lattice_arcs, written_out=False) from None
     if not _has_cuts(chunked.transitions):
-        return minimize(chunked), False
+        return minimal_of_dfa(chunked), False
     if mode == "canonical-direct":
         raise BpefstError(f"--mode canonical-direct does not model the {chunker.rules.preset} pre-tokenization, and "
                           f"the pattern has matches it cuts; use --mode canonical, or --no-pretokenize for whole-match "

@@ -122,7 +122,8 @@ def chunked_pattern(pattern: DFA, model: BPEModel, chunker: Chunker, max_states:
     values, decoder = _symbol_values(model, chunker)
     if native.core is not None:
         walker = trie.native_walker() if trie is not None and max_arcs is not None else None
-        chunked = _chunked_natively(pattern, values, decoder, chunker, max_states, max_arcs, walker)
+        symbol_map = model.base_byte_table if model.level == "byte" else native.symbol_table(values)
+        chunked = _chunked_natively(pattern, symbol_map, decoder, chunker, max_states, max_arcs, walker)
         if chunked is not None:
             return chunked
     chunked = _chunked_pattern(pattern, _symbol_stepper(values, decoder, chunker), chunker, max_states)
@@ -210,15 +211,15 @@ def _merged_mid_character(dfa: DFA, mid: list[bool]) -> DFA:
 CHUNKED = "the chunked pattern"
 
 
-def _chunked_natively(pattern: DFA, values: dict[int, int], decoder: list[dict[int, int]] | None, chunker: Chunker,
+def _chunked_natively(pattern: DFA, symbol_map, decoder: list[dict[int, int]] | None, chunker: Chunker,
                       max_states: int | None, max_arcs: int | None = None, walker=None) -> DFA | None:
-    """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols.
+    """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols
+    (``symbol_map``: :func:`bpefst.native.symbol_table` of what each symbol stands for, None when it had none).
 
     Its rows are a ``bpefst._core.PackedRows``: arrays the compiled walks read as they are, seen from Python
     as the list of dicts, each dict made when first asked for (a decoder asks for a few hundred of a JSON
     Schema's 20,000-150,000 states; making them all, then packing them back for each walk, was a fifth of
     the set-up)."""
-    symbol_map = native.symbol_table(values)
     if symbol_map is None:
         return None
     packed_decoder, packed_chunks, packed_inside = _packed_chunker(chunker.rules.preset, decoder is not None)
@@ -256,7 +257,7 @@ def _symbol_values(model: BPEModel, chunker: Chunker) -> tuple[dict[int, int], l
     """What the chunking reads of each base symbol: its byte and the UTF-8 decoder (byte-level models), or
     its atom and None (character-level models; symbols of no atom are left out)."""
     if model.level == "byte":
-        return {i: model.vocab[i][0] for i in model.base_ids}, utf8_decoder(chunker.rules.preset)
+        return model.base_bytes, utf8_decoder(chunker.rules.preset)
     if model.end_of_word_suffix:
         raise BpefstError("pre-tokenization-aware promotion does not support end-of-word suffixes; pass --no-pretokenize (pretokenize=False in Python)")
     atoms = {}

@@ -161,6 +161,18 @@ class BPEModel:
         return frozenset(i for i in self.vocab if i not in produced)
 
     @cached_property
+    def base_bytes(self) -> dict[int, int]:
+        """Byte-level models: the byte each base symbol stands for (``{id: byte}``), made once."""
+        return {i: self.vocab[i][0] for i in self.base_ids}
+
+    @cached_property
+    def base_byte_table(self):
+        """:attr:`base_bytes` packed as the compiled core reads it (:func:`bpefst.native.symbol_table`), made once."""
+        from .. import native
+
+        return native.symbol_table(self.base_bytes)
+
+    @cached_property
     def base_alphabet(self):
         """The alphabet a regex over this model is compiled in (:func:`bpefst.regex.alphabet_for`), made once."""
         from ..regex.alphabets import ByteAlphabet, CharAlphabet
