@@ -15,6 +15,10 @@
  * Growths are remembered (GrowMemo, checked by set versions), so the states holding one set that grow
  * alike find the result without comparing sets again.  A token's check first tries the follower that
  * answered its last check (good sets share their short tokens), then every token of good[r], lowest first.
+ * Each set knows the range of words its tokens are in, and the bits of sets given up are kept, with that
+ * range, for the next new sets: copying, clearing and comparing sets costs their ranges, not the
+ * vocabulary (a small schema's sets hold a few hundred tokens of cl100k's 1,567 words, and copying them
+ * whole was a quarter of its solve).
  */
 #ifndef BPEFST_LIVENESS_H
 #define BPEFST_LIVENESS_H
@@ -33,6 +37,7 @@ typedef struct {
     uint32_t count, refs; /* its size; the states holding it */
     uint64_t *occupied;   /* a bit per word of bits that is not zero (set_occupied), as of ... */
     uint64_t occupied_version; /* ... this version; kept with the slot when the set is freed */
+    uint32_t lo, hi;      /* every word of bits that is not zero is in [lo, hi) (empty: lo >= hi) */
 } GoodSet;
 
 /* One growth remembered: set `from` (-1: the empty set) as it was at `from_version`, plus the tokens of
@@ -46,6 +51,12 @@ typedef struct {
     uint32_t group;
     uint64_t from_version, to_version, added;
 } GrowMemo;
+
+/* A set's bits kept when it is given up: its words outside [lo, hi) are zero. */
+typedef struct {
+    uint64_t *bits;
+    uint32_t lo, hi;
+} SpareBits;
 
 #define NO_GROUP UINT32_MAX
 #define FREE_ENTRY INT32_MIN
@@ -66,6 +77,8 @@ typedef struct {
     int32_t *good;                             /* q -> its set in `sets`, or -1 while empty */
     GoodSet *sets;                             /* the distinct good sets, shared by the states holding them */
     uint32_t set_count, set_capacity, free_sets, *free_set;
+    SpareBits *spare;                          /* bits of sets given up, for the next new sets */
+    uint32_t spare_count;                      /*   (at most set_capacity of them) */
     uint64_t versions;                         /* the last version given to a set */
     GrowMemo *memo;                            /* direct mapped by (from, group) */
     size_t memo_mask;
@@ -86,6 +99,8 @@ typedef struct {
 static void liveness_free(Liveness *l) {
     if (l->sets)
         for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits), PyMem_Free(l->sets[k].occupied);
+    for (uint32_t k = 0; k < l->spare_count; k++) PyMem_Free(l->spare[k].bits);
+    PyMem_Free(l->spare);
     PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->memo), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
     if (l->pending)
         for (uint32_t p = 0; p < l->pairs; p++)
@@ -328,23 +343,36 @@ static int table_insert(Liveness *l, uint32_t set) {
 
 /* Whether `base` (NULL: empty) has no token `bits` lacks: one pass with no early exit, which the compiler
  * vectorizes (an equal set is nearly always what a hash match finds, so the pass is seldom cut short). */
-static int within(const uint64_t *base, const uint64_t *bits, uint32_t words) {
-    if (!base) return 1;
+/* Whether set `base` (-1: the empty set) is within `bits`. */
+static int within(const Liveness *l, int32_t base, const uint64_t *bits) {
+    if (base < 0) return 1;
+    const GoodSet *x = &l->sets[base];
     uint64_t missing = 0;
-    for (uint32_t w = 0; w < words; w++) missing |= base[w] & ~bits[w];
+    for (uint32_t w = x->lo; w < x->hi; w++) missing |= x->bits[w] & ~bits[w];
     return !missing;
+}
+
+/* Words [lo, hi) may now hold tokens of `set`. */
+static inline void set_extend(GoodSet *x, uint32_t lo, uint32_t hi) {
+    if (lo >= hi) return;
+    if (x->lo >= x->hi) {
+        x->lo = lo, x->hi = hi;
+        return;
+    }
+    if (lo < x->lo) x->lo = lo;
+    if (hi > x->hi) x->hi = hi;
 }
 
 /* The set equal to `base` (NULL: empty) plus the fresh tokens, if there is one: its hash and size say
  * where to look, and it holds all of base and every fresh token. */
-static int32_t table_find(const Liveness *l, const uint64_t *base, uint64_t hash, uint32_t count) {
+static int32_t table_find(const Liveness *l, int32_t base, uint64_t hash, uint32_t count) {
     for (size_t k = table_home(l, hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
         int32_t other = l->table[k];
         if (other < 0 || l->sets[other].hash != hash || l->sets[other].count != count) continue;
         const uint64_t *bits = l->sets[other].bits;
         uint32_t i = 0;
         while (i < l->fresh_count && has_bit(bits, l->fresh[i])) i++;
-        if (i == l->fresh_count && within(base, bits, l->words)) return other;
+        if (i == l->fresh_count && within(l, base, bits)) return other;
     }
     return -1;
 }
@@ -355,7 +383,7 @@ static int32_t table_find_equal(const Liveness *l, uint32_t set) {
     for (size_t k = table_home(l, x->hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
         int32_t other = l->table[k];
         if (other >= 0 && (uint32_t)other != set && l->sets[other].hash == x->hash && l->sets[other].count == x->count &&
-            within(x->bits, l->sets[other].bits, l->words))
+            within(l, (int32_t)set, l->sets[other].bits))
             return other;
     }
     return -1;
@@ -363,7 +391,11 @@ static int32_t table_find_equal(const Liveness *l, uint32_t set) {
 
 /* A set no state holds, out of the table: its slot is free for the next new set. */
 static void discard_set(Liveness *l, uint32_t set) {
-    PyMem_Free(l->sets[set].bits);
+    GoodSet *x = &l->sets[set];
+    if (l->spare_count < l->set_capacity) /* (spare has room for set_capacity: one per slot) */
+        l->spare[l->spare_count++] = (SpareBits){x->bits, x->lo, x->hi};
+    else
+        PyMem_Free(x->bits);
     l->sets[set].bits = NULL, l->sets[set].refs = 0, l->sets[set].version = ++l->versions;
     l->free_set[l->free_sets++] = set;
 }
@@ -374,14 +406,23 @@ static void release_set(Liveness *l, int32_t set) {
     discard_set(l, (uint32_t)set);
 }
 
-static int32_t new_set(Liveness *l, const uint64_t *copy) {
-    uint64_t *bits = PyMem_Malloc((size_t)l->words * 8);
+/* A new set holding what set `copy` holds (-1: nothing). */
+static int32_t new_set(Liveness *l, int32_t copy) {
+    /* (fresh bits are all dirty: cleared outside what is copied, like a spare's) */
+    SpareBits spare = l->spare_count ? l->spare[--l->spare_count] : (SpareBits){PyMem_Malloc((size_t)l->words * 8 + 8), 0, l->words};
+    uint64_t *bits = spare.bits;
     if (!bits) {
         PyErr_NoMemory();
         return -1;
     }
-    if (copy) memcpy(bits, copy, (size_t)l->words * 8);
-    else memset(bits, 0, (size_t)l->words * 8);
+    uint32_t lo = copy < 0 ? 0 : l->sets[copy].lo, hi = copy < 0 ? 0 : l->sets[copy].hi;
+    if (lo >= hi) lo = hi = 0;
+    if (spare.lo < spare.hi) { /* the spare's words outside [lo, hi) cleared, those inside copied over */
+        uint32_t below = spare.hi < lo ? spare.hi : lo, above = spare.lo > hi ? spare.lo : hi;
+        if (spare.lo < below) memset(bits + spare.lo, 0, (size_t)(below - spare.lo) * 8);
+        if (above < spare.hi) memset(bits + above, 0, (size_t)(spare.hi - above) * 8);
+    }
+    if (lo < hi) memcpy(bits + lo, l->sets[copy].bits + lo, (size_t)(hi - lo) * 8);
     uint32_t set;
     uint64_t *occupied = NULL; /* (a freed slot's, reused) */
     if (l->free_sets) {
@@ -392,9 +433,11 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
             uint32_t capacity = l->set_capacity ? 2 * l->set_capacity : 256;
             GoodSet *sets = PyMem_Realloc(l->sets, capacity * sizeof(GoodSet));
             uint32_t *free_set = PyMem_Realloc(l->free_set, capacity * sizeof(uint32_t));
+            SpareBits *spare = PyMem_Realloc(l->spare, capacity * sizeof(SpareBits));
             if (sets) l->sets = sets;
             if (free_set) l->free_set = free_set;
-            if (!sets || !free_set) {
+            if (spare) l->spare = spare;
+            if (!sets || !free_set || !spare) {
                 PyMem_Free(bits);
                 PyErr_NoMemory();
                 return -1;
@@ -403,7 +446,7 @@ static int32_t new_set(Liveness *l, const uint64_t *copy) {
         }
         set = l->set_count++;
     }
-    l->sets[set] = (GoodSet){.bits = bits, .version = ++l->versions, .refs = 1, .occupied = occupied};
+    l->sets[set] = (GoodSet){.bits = bits, .version = ++l->versions, .refs = 1, .occupied = occupied, .lo = lo, .hi = hi};
     return (int32_t)set;
 }
 
@@ -420,6 +463,7 @@ static int grow_alone(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t 
     if (group != NO_GROUP && l->word_start[group] < l->word_start[group + 1]) {
         /* a word at a time: the group's hash and size, less those of the tokens the set had already */
         hash ^= l->group_hash[group], size += count;
+        set_extend(x, l->word_index[l->word_start[group]], l->word_index[l->word_start[group + 1] - 1] + 1);
         for (uint32_t k = l->word_start[group]; k < l->word_start[group + 1]; k++) {
             uint64_t *w = &bits[l->word_index[k]], had = *w & l->word_bits[k];
             *w |= l->word_bits[k];
@@ -430,19 +474,22 @@ static int grow_alone(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t 
     } else if (count) {
         word = bits[at];
     }
+    uint32_t low = at, high = at;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t v = tokens[i];
         uint64_t bit = (uint64_t)1 << (v & 63);
         if (v >> 6 != at) {
             bits[at] = word;
             at = v >> 6, word = bits[at];
+            if (at < low) low = at;
+            if (at > high) high = at;
         }
         if (word & bit) continue;
         word |= bit;
         hash ^= token_mix(v);
         size++;
     }
-    if (count) bits[at] = word;
+    if (count) bits[at] = word, set_extend(x, low, high + 1);
     if (size == x->count) return 0;
     table_remove(l, set); /* (under its old hash) */
     x->hash = hash, x->count = size, x->version = ++l->versions;
@@ -465,7 +512,7 @@ static inline GrowMemo *memo_slot(const Liveness *l, int32_t from, uint32_t grou
 
 /* The set other than base's holders' equal to base (NULL: empty) plus the words [from, to) of a group, if there
  * is one: table_find for a group added a word at a time. */
-static int32_t table_find_words(const Liveness *l, const uint64_t *base, uint64_t hash, uint32_t count, uint32_t from,
+static int32_t table_find_words(const Liveness *l, int32_t base, uint64_t hash, uint32_t count, uint32_t from,
                                 uint32_t to) {
     for (size_t k = table_home(l, hash); l->table[k] != -1; k = (k + 1) & (l->table_size - 1)) {
         int32_t other = l->table[k];
@@ -473,7 +520,7 @@ static int32_t table_find_words(const Liveness *l, const uint64_t *base, uint64_
         const uint64_t *bits = l->sets[other].bits;
         uint32_t w = from;
         while (w < to && (bits[l->word_index[w]] & l->word_bits[w]) == l->word_bits[w]) w++;
-        if (w == to && within(base, bits, l->words)) return other;
+        if (w == to && within(l, base, bits)) return other;
     }
     return -1;
 }
@@ -491,16 +538,17 @@ static int grow_shared_by_words(Liveness *l, uint32_t q, int32_t held, uint64_t 
         for (uint64_t had = base[l->word_index[k]] & l->word_bits[k]; had; had &= had - 1, size--)
             hash ^= token_mix(l->word_index[k] * 64 + (uint32_t)__builtin_ctzll(had));
     if (size == before) return 0;
-    int32_t set = table_find_words(l, base, hash, size, from, to);
+    int32_t set = table_find_words(l, held, hash, size, from, to);
     if (set >= 0) {
         l->sets[set].refs++;
         release_set(l, held);
     } else {
-        set = new_set(l, base);
+        set = new_set(l, held);
         if (set < 0) return -1;
         release_set(l, held);
         uint64_t *bits = l->sets[set].bits;
         for (uint32_t k = from; k < to; k++) bits[l->word_index[k]] |= l->word_bits[k];
+        set_extend(&l->sets[set], l->word_index[from], l->word_index[to - 1] + 1);
         l->sets[set].hash = hash, l->sets[set].count = size;
         if (table_insert(l, (uint32_t)set)) return -1;
     }
@@ -550,16 +598,23 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
         while (i < l->fresh_count && has_bit(l->sets[seen->to].bits, l->fresh[i])) i++;
         if (i == l->fresh_count) set = seen->to;
     }
-    if (set < 0) set = table_find(l, base, hash, size);
+    if (set < 0) set = table_find(l, held, hash, size);
     if (set >= 0) {
         l->sets[set].refs++;
         release_set(l, held);
     } else {
-        set = new_set(l, base); /* (held, if any, has other holders: grow_alone takes the rest) */
+        set = new_set(l, held); /* (held, if any, has other holders: grow_alone takes the rest) */
         if (set < 0) return -1;
         release_set(l, held);
-        uint64_t *bits = l->sets[set].bits;
-        for (uint32_t i = 0; i < l->fresh_count; i++) bits[l->fresh[i] >> 6] |= (uint64_t)1 << (l->fresh[i] & 63);
+        GoodSet *x = &l->sets[set];
+        uint32_t low = UINT32_MAX, high = 0;
+        for (uint32_t i = 0; i < l->fresh_count; i++) {
+            uint32_t w = l->fresh[i] >> 6;
+            x->bits[w] |= (uint64_t)1 << (l->fresh[i] & 63);
+            if (w < low) low = w;
+            if (w > high) high = w;
+        }
+        set_extend(x, low, high + 1);
         l->sets[set].hash = hash, l->sets[set].count = size;
         if (table_insert(l, (uint32_t)set)) return -1;
     }
@@ -624,7 +679,7 @@ static const uint64_t *set_occupied(Liveness *l, uint32_t set) {
     if (!x->occupied && !(x->occupied = PyMem_Malloc((size_t)summary_words * 8 + 8))) return NULL;
     if (x->occupied_version != x->version) {
         memset(x->occupied, 0, (size_t)summary_words * 8);
-        for (uint32_t w = 0; w < l->words; w++)
+        for (uint32_t w = x->lo; w < x->hi; w++)
             if (x->bits[w]) x->occupied[w >> 6] |= (uint64_t)1 << (w & 63);
         x->occupied_version = x->version;
     }
