@@ -409,7 +409,8 @@ static void release_set(Liveness *l, int32_t set) {
 /* A new set holding what set `copy` holds (-1: nothing). */
 static int32_t new_set(Liveness *l, int32_t copy) {
     /* (fresh bits are all dirty: cleared outside what is copied, like a spare's) */
-    SpareBits spare = l->spare_count ? l->spare[--l->spare_count] : (SpareBits){PyMem_Malloc((size_t)l->words * 8 + 8), 0, l->words};
+    SpareBits spare = l->spare_count ? l->spare[--l->spare_count]
+                                     : (SpareBits){PyMem_Malloc((size_t)l->words * 8 + 8), 0, l->words};
     uint64_t *bits = spare.bits;
     if (!bits) {
         PyErr_NoMemory();
@@ -446,7 +447,8 @@ static int32_t new_set(Liveness *l, int32_t copy) {
         }
         set = l->set_count++;
     }
-    l->sets[set] = (GoodSet){.bits = bits, .version = ++l->versions, .refs = 1, .occupied = occupied, .lo = lo, .hi = hi};
+    l->sets[set] = (GoodSet){.bits = bits, .version = ++l->versions, .refs = 1, .occupied = occupied, .lo = lo,
+                             .hi = hi};
     return (int32_t)set;
 }
 

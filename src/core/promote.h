@@ -1914,7 +1914,9 @@ static int tables_checked(const Py_buffer *decoder, const Py_buffer *chunks, con
 static int checked_decoder_heights(const Py_buffer *v_decoder, const Py_buffer *v_chunks, const Py_buffer *v_inside,
                                    int atoms, int immutable, int checked, const int32_t *decoder,
                                    int32_t decoder_states, uint8_t *height) {
-    if (checked && checked_tables.decoder_states == decoder_states) {
+    /* (checked again: another thread may have replaced checked_tables while this call ran without the GIL) */
+    if (checked && tables_checked(v_decoder, v_chunks, v_inside, atoms) &&
+        checked_tables.decoder_states == decoder_states) {
         memcpy(height, checked_tables.height, (size_t)decoder_states);
         return checked_tables.heights_status;
     }
