@@ -294,7 +294,7 @@ def test_promote_a_json_schema_closes_objects_only_when_open_ones_are_too_large(
     listed, extra = ref.encode_ordinary('{"a":true}'), ref.encode_ordinary('{"a":true,"b":1}')
     closed = bpefst.promote(enc, json_schema=schema, max_depth=1, open_objects=False)
     assert closed.accepts(listed) and not closed.accepts(extra)
-    closed_arcs = sum(len(tokens) * len(pairs) for tokens, pairs in closed.on_demand().groups)
+    closed_arcs = closed.on_demand().lattice_arcs
     with warnings.catch_warnings():
         warnings.simplefilter("error", SchemaWarning)
         opened = bpefst.promote(enc, json_schema=schema, max_depth=1)  # fits: open, no warning
@@ -315,7 +315,7 @@ def test_promote_a_json_schema_cuts_extra_values_before_closing_objects(encoding
     enc, ref = encodings["gpt2"], oracle("gpt2")
     schema = {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}
     scalars = bpefst.promote(enc, json_schema=schema, max_depth=1, open_objects="scalar-values")
-    limit = sum(len(tokens) * len(pairs) for tokens, pairs in scalars.on_demand().groups)
+    limit = scalars.on_demand().lattice_arcs
     with pytest.warns(SchemaWarning, match="scalars only") as caught:
         language = bpefst.promote(enc, json_schema=schema, max_depth=1, max_lattice_arcs=limit)
     assert len([w for w in caught if issubclass(w.category, SchemaWarning)]) == 1

@@ -458,7 +458,7 @@ def test_cli_falls_back_with_one_warning_line(tmp_path, byte_tok):
     path.write_text(json.dumps(schema))
     tok = bpefst.load(byte_tok)
     closed = bpefst.promote(tok, json_schema=schema, max_depth=1, open_objects=False)
-    limit = max(closed.dfa().num_arcs, sum(len(t) * len(p) for t, p in closed.on_demand().groups))
+    limit = max(closed.dfa().num_arcs, closed.on_demand().lattice_arcs)
     opened = run("promote", str(byte_tok), "--json-schema", str(path), "--max-depth", "1")
     assert opened.returncode == 0 and "warning" not in opened.stderr.decode()
     result = run("promote", str(byte_tok), "--json-schema", str(path), "--max-depth", "1", "--max-arcs", str(limit),

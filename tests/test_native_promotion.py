@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import json
 import os
+import random
 import subprocess
 import sys
 from array import array
@@ -593,6 +595,17 @@ def test_the_compiled_chunked_pattern_reads_as_its_list_of_dicts(small_tokenizer
         with pytest.raises(TypeError):
             found.weights(array("i", range(300)))
         assert found.has_boundary() == any(BOUNDARY in row for row in rows) is True
+        spellings = [(), (97,), (97, 98), (BOUNDARY,), (-5, 97)] + [
+            tuple(random.Random(k).choices(b"abe.@ 0\x80\xc3", k=k % 4)) for k in range(16)]
+        for q, spelling in itertools.product(range(len(rows)), spellings):
+            state = q
+            for symbol in spelling:
+                state = rows[state].get(symbol) if state is not None else None
+            assert found.follow(q, spelling) == state, (name, q, spelling)
+        with pytest.raises(IndexError):
+            found.follow(len(rows), ())
+        with pytest.raises(TypeError):
+            found.follow(0, 5)
     without = native_chunked(trim(compile_regex("ab", alphabet_for(model))), model, chunker_for("gpt2")).transitions
     assert not without.has_boundary() and without.cuts() == [None] * len(without)
 

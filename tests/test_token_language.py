@@ -171,7 +171,7 @@ def test_the_lattice_limit_bounds_the_walk_and_the_arc_limit_what_is_written_out
 
     m = model()
     pattern = compile_regex(CUT, alphabet_for(m))
-    arcs = sum(len(tokens) * len(pairs) for tokens, pairs in bpefst.TokenLanguage(pattern, m).on_demand().groups)
+    arcs = bpefst.TokenLanguage(pattern, m).on_demand().lattice_arcs
     with pytest.raises(ArcLimitExceeded, match="token lattice"):
         bpefst.TokenLanguage(pattern, m, limits=Limits(max_lattice_arcs=arcs - 1)).on_demand()
     with pytest.raises(ArcLimitExceeded, match="token lattice"):

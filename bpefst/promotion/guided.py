@@ -236,10 +236,20 @@ class GuidedAutomaton(_Base):
             chain, seen, q = [], set(), state
             while q not in seen and q not in self.automaton.finals and self._single(q):
                 seen.add(q)
-                (token, q), = self._row(q).items()
+                token, q = self._only_arc(q)
                 chain.append(token)
             self.forced[state] = chain
         return chain
+
+    def _only_arc(self, state: int) -> tuple[int, int]:
+        """The token and target of a state with one arc; on demand by its mask and one step (its row is
+        not built: rows read the whole lattice)."""
+        own = getattr(self.automaton, "allowed_mask", None)
+        if own is not None:
+            token = own(state).bit_length() - 1
+            return token, self.automaton.step(state, token)
+        (token, target), = self._row(state).items()
+        return token, target
 
     def _single(self, state: int) -> bool:
         if self._shared:

@@ -33,6 +33,14 @@ by token, cheaply: a token is good as soon as one follower in ``good[r]`` is
 compatible, and a few *witnesses* of ``good[r]`` settle almost every token.
 The fixpoint grows ``good`` from the final states backwards.
 
+Since the chunked pattern is trim, ``open(r)`` is known before anything is
+solved (``r`` final or cut after): :mod:`.regions` proves it and solves
+``good`` of the start's region alone, which is all the first mask reads.  A
+lattice small enough to be solved whole in a few milliseconds
+(:data:`REGIONS_FIRST_STATES`, :data:`REGIONS_FIRST_ARCS`) gets its first
+mask that way and is solved whole when the decoder reaches a second region;
+larger ones are solved whole when the product is made.
+
 A state of the result is the set of configurations its text can be in (the
 cut is not known until the next token; :mod:`.pretokenized`).  Its arcs are
 ``good[q]`` minus what ``u`` bans, over its configurations; the target of a
@@ -46,6 +54,7 @@ from collections import deque
 from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter
+from weakref import WeakMethod
 
 from .. import native
 from ..artifact import unpack_ints
@@ -53,11 +62,33 @@ from ..automata import DFA
 from ..automata.numbering import Numbering
 from ..bpe import CanonicalAutomaton, ExplicitCanonical
 from ..bpe.compatibility import compatible_before
-from .agnostic import SpellingTrie, walk_groups
+from .agnostic import SpellingTrie, _row_weights, walk_groups
 from .canonical import set_bits, token_mask
+from .regions import RegionLiveness
 
 CHUNK_START = -1
 _WITNESSES = 8  # followers of good[r] tried first for each token (a compatible one is nearly always among them)
+
+
+def _lattice_bound(chunked: DFA, trie: SpellingTrie) -> int:
+    """A bound on the lattice's arcs: the tokens beginning with a symbol each row reads, summed over the
+    rows (:func:`.agnostic._row_weights`)."""
+    return sum(_row_weights(chunked.transitions, trie.leading_counts()))
+
+
+# A chunked pattern of at most this many states whose lattice is bounded by this many arcs (and by
+# max_lattice_arcs, so that no walk of it can be refused) has its first mask solved from the start's region
+# (regions.RegionLiveness) and the whole lattice solved when the decoder reaches a second region: such a
+# lattice is solved whole in a few milliseconds, once, where a region per new state after the first would
+# cost 0.1-0.5 ms each (a region's walks of 100,000 tokens are not shared as the whole walk shares them).
+# Measured: bench_guided's patterns over cl100k (13-299 states, bounds 0.9-2.8M) solve whole in 2-7 ms, and
+# on the JSONSchemaBench sample over GPT-2 the schemas of up to 372 states in at most 3.2 ms, those of 1,498
+# states or more (free strings: mid-character states) in 21-96 ms even under 4M arcs.  The rest is solved
+# whole when the product is made, as before: deferred, its cost lands on the second mask (the sample's
+# documents are 20-50 tokens: 39-66 us a mask on average instead of 12-16 us with the cut at 4M arcs alone),
+# and solved by regions to the end, on every few tokens (1.3 ms a mask; docs/decoding.md).
+REGIONS_FIRST_STATES = 1_000
+REGIONS_FIRST_ARCS = 4_000_000
 
 
 def _cuts(rows, boundary: int) -> list[int | None]:
@@ -80,16 +111,40 @@ class OnDemandCanonical:
         self.max_states = max_states
         self.finals_q = chunked.finals
         self.cut = _cuts(chunked.transitions, boundary)  # (200k rows for a bounded string)
-        # tokens A_BPE never produces are no arcs at all
-        groups = walk_groups(chunked, trie, max_lattice_arcs, keep=automaton.reachable_flags)
-        if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens
-            groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
-        self.groups = groups
-        self._lattice_arcs: int | None = sum(len(tokens) * len(pairs) for tokens, pairs in groups)
-        self.good, self._filed = solve_liveness(self.groups, len(chunked.transitions), self.finals_q, self.cut, automaton)
+        self._chunked, self._trie, self._max_lattice_arcs = chunked, trie, max_lattice_arcs
+        self.groups = self._filed = self._lattice_arcs = None
+        limit = REGIONS_FIRST_ARCS if max_lattice_arcs is None else min(REGIONS_FIRST_ARCS, max_lattice_arcs)
+        if len(self.cut) <= REGIONS_FIRST_STATES and _lattice_bound(chunked, trie) <= limit:
+            # the first mask from the start's region, the rest from one whole solve when the decoder needs more
+            self.good = RegionLiveness(chunked, trie, automaton, self.cut, then_whole=WeakMethod(self._whole_good))
+        else:  # the whole lattice walked now, refused here if it is past the limit
+            self._solve_whole()
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
         self._pattern_rows, self._spellings = chunked.transitions, trie.spellings or trie._spell_all()
         self._begin(chunked.start)
+
+    def _solve_whole(self) -> None:
+        """The lattice of every state walked and ``good`` solved over all of it, with the groups filed per
+        state that rows (:meth:`lattice_row`), the disk cache and the shared rows read."""
+        # tokens A_BPE never produces are no arcs at all
+        groups = walk_groups(self._chunked, self._trie, self._max_lattice_arcs, keep=self.automaton.reachable_flags)
+        if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens
+            groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
+        self.groups = groups
+        self._lattice_arcs = sum(len(tokens) * len(pairs) for tokens, pairs in groups)
+        self.good, self._filed = solve_liveness(groups, len(self.cut), self.finals_q, self.cut, self.automaton)
+
+    def _whole_good(self):
+        """``good`` of every state, solved whole (RegionLiveness asks at the decoder's second region)."""
+        self._solve_whole()
+        return self.good
+
+    @property
+    def filed(self):
+        """Per lattice state, the groups of its good tokens with their targets (the whole solve, made once)."""
+        if self._filed is None:
+            self._solve_whole()
+        return self._filed
 
     def _begin(self, start: int) -> None:
         """Number the start configuration (once liveness is known)."""
@@ -106,7 +161,8 @@ class OnDemandCanonical:
     def liveness(self) -> dict:
         """What the constructor computed and the states are expanded from: the chunked pattern's start,
         finals and cuts, ``good[q]`` and the token groups filed per lattice state."""
-        return {"start": self.start_q, "finals": self.finals_q, "cut": self.cut, "good": self.good, "filed": self._filed}
+        filed = self.filed
+        return {"start": self.start_q, "finals": self.finals_q, "cut": self.cut, "good": self.good, "filed": filed}
 
     @classmethod
     def from_liveness(cls, liveness: dict, automaton: CanonicalAutomaton, max_states: int | None = None) -> "OnDemandCanonical":
@@ -115,7 +171,7 @@ class OnDemandCanonical:
         self.automaton, self.max_states = automaton, max_states
         self.finals_q, self.cut, self.good, self._filed = liveness["finals"], liveness["cut"], liveness["good"], liveness["filed"]
         self.groups = None  # only liveness reads them
-        self._lattice_arcs = None
+        self._lattice_arcs = self._chunked = None
         self._rows_q = [None] * len(self.cut)
         self._pattern_rows = self._spellings = None
         self._begin(liveness["start"])
@@ -124,6 +180,8 @@ class OnDemandCanonical:
     @property
     def lattice_arcs(self) -> int:
         """The arcs of the token lattice: the groups' (a product read from the disk cache: the live ones)."""
+        if self._lattice_arcs is None and self._chunked is not None:
+            self._solve_whole()
         if self._lattice_arcs is None:
             self._lattice_arcs = sum(len(tokens) for q in range(len(self.cut)) for tokens, _ in self._filed[q])
         return self._lattice_arcs
@@ -149,7 +207,7 @@ class OnDemandCanonical:
         row = self._rows_q[q]
         if row is None:
             row = self._rows_q[q] = {}
-            for tokens, r in self._filed[q]:
+            for tokens, r in self.filed[q]:
                 row.update(zip(tokens, repeat(r)))
         return row
 
@@ -163,6 +221,9 @@ class OnDemandCanonical:
         if row is not None or self._pattern_rows is None:  # (a product read from the disk cache has no pattern)
             return self.lattice_row(q)[t]
         rows = self._pattern_rows
+        follow = getattr(rows, "follow", None)  # (a compiled chunked pattern: no dict made per row read)
+        if follow is not None:
+            return follow(q, self._spellings[t])
         for symbol in self._spellings[t]:
             q = rows[q][symbol]
         return q
@@ -254,7 +315,8 @@ class OnDemandCanonical:
         return native.core.allowed_union(pairs)
 
     def arc_count(self, state: int) -> int:
-        return len(self.row(state))
+        row = self._rows[state]
+        return len(row) if row is not None else self.allowed_mask(state).bit_count()
 
     # -- whole automaton (tests, small patterns) -------------------------------------------
     def explore(self) -> None:

@@ -39,6 +39,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include "banned.h"
 #include "packed_rows.h"
 #include "promote.h"
+#include "state_walk.h"
 #include "liveness.h"
 #include <structmember.h>
 #include "guide.h"
@@ -832,7 +833,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__core(void) {
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0 ||
         PyType_Ready(&TrieWalkerType) < 0 || PyType_Ready(&GuideCoreType) < 0 || PyType_Ready(&PackedRowsType) < 0 ||
-        PyType_Ready(&FiledType) < 0)
+        PyType_Ready(&FiledType) < 0 || PyType_Ready(&StateWalkType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

@@ -128,7 +128,49 @@ static PyObject *PackedRows_has_boundary(PackedRows *p, PyObject *unused) {
     Py_RETURN_FALSE;
 }
 
+/* follow(q, symbols) -> the state reached from q along the symbols (a sequence of ints), None where an arc is
+ * missing: a decoder's step reads a token's spelling through the chunked pattern without making the dicts of
+ * the rows on its way (a cold step's first read of a row made its dict, 200 arcs between two characters). */
+static PyObject *PackedRows_follow(PackedRows *p, PyObject *args) {
+    Py_ssize_t q;
+    PyObject *symbols;
+    if (!PyArg_ParseTuple(args, "nO:follow", &q, &symbols)) return NULL;
+    if (q < 0 || q >= p->states) {
+        PyErr_SetString(PyExc_IndexError, "state out of range");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(symbols, "follow() takes a sequence of symbols");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    long long boundary = PyLong_Check(p->boundary) ? PyLong_AsLongLong(p->boundary) : PACKED_BOUNDARY;
+    if (boundary == -1 && PyErr_Occurred()) PyErr_Clear(); /* (a boundary past 64 bits: no symbol is it) */
+    int32_t state = (int32_t)q;
+    for (Py_ssize_t k = 0; k < n && state >= 0; k++) {
+        long long symbol = PyLong_AsLongLong(items[k]);
+        if (symbol == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (symbol == boundary) symbol = PACKED_BOUNDARY; /* as rows[q][BOUNDARY] reads it */
+        else if (symbol < 0) symbol = PACKED_BOUNDARY - 1; /* no arc */
+        int32_t r = p->row_of[state], next = -1;
+        if (symbol != PACKED_BOUNDARY - 1)
+            for (size_t a = p->start[r]; a < p->start[r + 1]; a++)
+                if (p->key[a] == symbol) {
+                    next = p->target[a];
+                    break;
+                }
+        state = next;
+    }
+    Py_DECREF(seq);
+    if (state < 0) Py_RETURN_NONE;
+    return PyLong_FromLong(state);
+}
+
 static PyMethodDef PackedRows_methods[] = {
+    {"follow", (PyCFunction)PackedRows_follow, METH_VARARGS,
+     "follow(q, symbols) -> the state reached from q along symbols, or None where an arc is missing."},
     {"cuts", (PyCFunction)PackedRows_cuts, METH_NOARGS, "Per state, the target of its BOUNDARY arc, or None."},
     {"weights", (PyCFunction)PackedRows_weights, METH_O,
      "weights(table) -> per state, the sum of table[symbol] (an array('q')) over its row's symbols."},

@@ -647,6 +647,7 @@ typedef struct {
     int scanned;       /* rows in no order: searched from end to end (product_lattice_over's, of a few arcs) */
     int32_t *wide_of;  /* without a dense table: per packed row, its place in `wide`, or -1 */
     int32_t *wide;     /* the rows of LOOKUP_WIDE_ROW arcs or more as a table: target + 1, 0 for none */
+    uint8_t *filled;   /* lookup_init_lazy's: per packed row, whether its dense cells are written (NULL: all are) */
 } Lookup;
 
 /* Without a dense table, rows of this many arcs or more get one (up to WIDE_LOOKUP_MAX entries in all): a
@@ -657,6 +658,8 @@ typedef struct {
 
 static void lookup_free(Lookup *l) {
     free_table(l->dense, l->dense_mapped), free(l->sorted), free(l->wide_of), free_table(l->wide, l->wide_mapped);
+    free(l->filled);
+    l->filled = NULL;
     l->dense = l->sorted = l->wide_of = l->wide = NULL;
     l->dense_mapped = l->wide_mapped = 0;
 }
@@ -741,10 +744,36 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols, int rows_by
     return 0;
 }
 
+/* lookup_init for walks from a few states (state_walk.h): the dense table's pages are mapped zeroed and each
+ * row's cells written when the row is first looked up, so its cost is that of the rows the walks reach (a
+ * JSON Schema's chunked pattern of 32k states: 9.5 ms of page faults and writes up front for a first mask
+ * that reads a few hundred rows).  Without room for a dense table, lookup_init's. */
+static int lookup_init_lazy(Lookup *l, const Rows *rows, int32_t symbols) {
+    size_t cells = (size_t)rows->packed * (size_t)symbols;
+    if (symbols == 0 || (rows->packed && cells / (size_t)rows->packed != (size_t)symbols) || cells > DENSE_LOOKUP_MAX)
+        return lookup_init(l, rows, symbols, 0);
+    memset(l, 0, sizeof *l);
+    l->rows = rows;
+    l->symbols = symbols;
+    l->dense = zeroed_table(cells * sizeof(int32_t), &l->dense_mapped);
+    l->filled = calloc((size_t)rows->packed + 1, 1);
+    return l->dense && l->filled ? 0 : -1;
+}
+
+static void lookup_fill_row(const Lookup *l, int32_t r) {
+    const Rows *rows = l->rows;
+    int32_t *cells = l->dense + (size_t)r * (size_t)l->symbols;
+    for (size_t e = rows->start[r]; e < rows->start[r + 1]; e++) cells[rows->symbol[e]] = rows->target[e] + 1;
+    l->filled[r] = 1;
+}
+
 static int32_t lookup_target(const Lookup *l, int32_t q, int32_t symbol) {
     const Rows *rows = l->rows;
     int32_t r = rows->row_of[q];
-    if (l->dense) return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol] - 1;
+    if (l->dense) {
+        if (l->filled && !l->filled[r]) lookup_fill_row(l, r);
+        return l->dense[(size_t)r * (size_t)l->symbols + (size_t)symbol] - 1;
+    }
     if (l->wide_of && l->wide_of[r] >= 0) return l->wide[(size_t)l->wide_of[r] * (size_t)l->symbols + (size_t)symbol] - 1;
     size_t lo = rows->start[r], hi = rows->start[r + 1];
     if (l->scanned) {
@@ -953,13 +982,13 @@ static int32_t group_table_intern(GroupTable *t, const int32_t *tokens, size_t c
     return g;
 }
 
-/* One walked state's arcs (pairs, in the walk's order) filed as groups: grouped by target in order of
- * first appearance (every token counts for the order, kept or not), the tokens `keep` leaves out dropped,
- * groups left empty dropped, each list interned and (group, q, target) appended to `filed`.  `group_of`
- * is -1 everywhere on entry and on exit; `scratch` and `sorted` are the caller's buffers. */
-static int walker_file_state(const int32_t *pairs, size_t count, int32_t q, const uint8_t *keep, int32_t *group_of,
-                             Ints *scratch, Ints *sorted, GroupTable *table, Ints *filed) {
-    scratch->length = 0; /* per target in order: target, kept tokens, then the offset its tokens start at */
+/* One walked state's arcs (pairs, in the walk's order) grouped by target in order of first appearance (every
+ * token counts for the order, kept or not), the tokens `keep` leaves out dropped: per group, (target, kept
+ * tokens, offset) in `scratch`, its kept tokens at that offset of `sorted`, one group after another.
+ * `group_of` is -1 everywhere on entry and on exit.  0, or -1 out of memory. */
+static int walker_group_by_target(const int32_t *pairs, size_t count, const uint8_t *keep, int32_t *group_of,
+                                  Ints *scratch, Ints *sorted) {
+    scratch->length = 0;
     int status = 0;
     for (size_t k = 0; k < count && !status; k++) {
         int32_t target = pairs[2 * k + 1];
@@ -975,7 +1004,7 @@ static int walker_file_state(const int32_t *pairs, size_t count, int32_t q, cons
         offset += (size_t)scratch->data[3 * g + 1];
     }
     sorted->length = 0;
-    if (!status && !(status = ints_reserve(sorted, offset))) {
+    if (!status && !(status = ints_reserve(sorted, offset + 1))) {
         sorted->length = offset;
         for (size_t g = 0; g < targets; g++) scratch->data[3 * g + 1] = 0; /* filled so far */
         for (size_t k = 0; k < count; k++) {
@@ -983,15 +1012,23 @@ static int walker_file_state(const int32_t *pairs, size_t count, int32_t q, cons
             int32_t g = group_of[pairs[2 * k + 1]];
             sorted->data[scratch->data[3 * g + 2] + scratch->data[3 * g + 1]++] = pairs[2 * k];
         }
-        for (size_t g = 0; g < targets && !status; g++) {
-            size_t size = (size_t)scratch->data[3 * g + 1];
-            if (!size) continue;
-            int32_t group = group_table_intern(table, sorted->data + scratch->data[3 * g + 2], size);
-            status = group < 0 || ints_push(filed, group) || ints_push(filed, q) || ints_push(filed, scratch->data[3 * g]);
-        }
     }
     for (size_t g = 0; g < targets; g++) group_of[scratch->data[3 * g]] = -1;
     return status ? -1 : 0;
+}
+
+/* One walked state's arcs filed as groups (walker_group_by_target), groups left empty dropped, each list
+ * interned and (group, q, target) appended to `filed`.  `scratch` and `sorted` are the caller's buffers. */
+static int walker_file_state(const int32_t *pairs, size_t count, int32_t q, const uint8_t *keep, int32_t *group_of,
+                             Ints *scratch, Ints *sorted, GroupTable *table, Ints *filed) {
+    if (walker_group_by_target(pairs, count, keep, group_of, scratch, sorted)) return -1;
+    for (size_t g = 0; g < scratch->length / 3; g++) {
+        size_t size = (size_t)scratch->data[3 * g + 1];
+        if (!size) continue;
+        int32_t group = group_table_intern(table, sorted->data + scratch->data[3 * g + 2], size);
+        if (group < 0 || ints_push(filed, group) || ints_push(filed, q) || ints_push(filed, scratch->data[3 * g])) return -1;
+    }
+    return 0;
 }
 
 /* What both walks read first: the `keep` flags (None: every token) and the pattern's rows packed. */
@@ -1578,7 +1615,12 @@ done:
     return result;
 }
 
+static PyObject *TrieWalker_over(TrieWalker *w, PyObject *args); /* state_walk.h */
+
 static PyMethodDef TrieWalker_methods[] = {
+    {"over", (PyCFunction)TrieWalker_over, METH_VARARGS,
+     "over(transitions, keep=None) -> a StateWalk: walks from one state at a time over these rows, packed once; "
+     "keep: one byte per token, 0 leaves it out."},
     {"walk_transforms", (PyCFunction)TrieWalker_walk_transforms, METH_VARARGS,
      "walk_transforms(transitions, max_arcs, keep=None, sources=None) -> walk_groups' groups from one walk carrying "
      "transforms; None past max_arcs (< 0: no limit); keep: one byte per token, 0 leaves it out; sources: one byte "

@@ -1,0 +1,110 @@
+/* StateWalk: the trie walk of promote.h from one state at a time, over a pattern packed once.
+ *
+ * TrieWalker.walk packs the pattern's rows and builds their lookup on every call, which is what a walk of
+ * the whole lattice wants (a JSON Schema's chunked pattern: 2M arcs, 20-70 ms of packing) and what a walk
+ * of one state cannot afford.  The lazy liveness of bpefst.promotion.regions walks the few states a decoder
+ * needs, one at a time, so the packed rows and their lookup are made once here and kept with the walker.
+ * Everything runs with the GIL held: one state's walk is a fraction of a millisecond. */
+
+typedef struct {
+    PyObject_HEAD
+    TrieWalker *walker; /* a strong reference: the trie the walks read (initialised, never re-initialised) */
+    Rows rows;
+    Lookup lookup;
+    uint8_t *keep;      /* one byte per token, 0 leaves it out; NULL: every token */
+    Ints found, stack, scratch, sorted;
+    int32_t *group_of;  /* per state, -1 (walker_file_state's scratch) */
+} StateWalk;
+
+static void StateWalk_dealloc(StateWalk *s) {
+    lookup_free(&s->lookup); /* (zeroed when never made) */
+    rows_free(&s->rows);
+    free(s->keep), free(s->group_of);
+    free(s->found.data), free(s->stack.data), free(s->scratch.data), free(s->sorted.data);
+    Py_XDECREF(s->walker);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyTypeObject StateWalkType;
+
+/* TrieWalker.over(transitions, keep=None) -> a StateWalk of the trie over these rows (copied: later changes
+ * to `transitions` are not seen). */
+static PyObject *TrieWalker_over(TrieWalker *w, PyObject *args) {
+    PyObject *transitions, *keep_object = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:over", &transitions, &keep_object)) return NULL;
+    Py_buffer keep_view = {0};
+    const uint8_t *keep;
+    StateWalk *s = PyObject_New(StateWalk, &StateWalkType);
+    if (!s) return NULL;
+    memset((char *)s + sizeof(PyObject), 0, sizeof(StateWalk) - sizeof(PyObject));
+    if (walker_arguments(w, transitions, keep_object, &keep_view, &keep, &s->rows)) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    Py_INCREF(w);
+    s->walker = w;
+    Py_ssize_t n = s->rows.states;
+    if (n > INT32_MAX / 2) {
+        PyBuffer_Release(&keep_view);
+        Py_DECREF(s);
+        PyErr_SetString(PyExc_ValueError, "too many states");
+        return NULL;
+    }
+    if (keep) {
+        size_t tokens = (size_t)w->max_token + 1;
+        if ((s->keep = malloc(tokens))) memcpy(s->keep, keep, tokens);
+    }
+    PyBuffer_Release(&keep_view);
+    s->group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    if ((keep && !s->keep) || !s->group_of || lookup_init_lazy(&s->lookup, &s->rows, w->symbols)) {
+        Py_DECREF(s); /* (lookup_init leaves what it made to lookup_free) */
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t q = 0; q < n; q++) s->group_of[q] = -1;
+    return (PyObject *)s;
+}
+
+/* walk(q) -> [(target, tokens)]: the lattice arcs of state q grouped by target in order of first appearance,
+ * each group's kept tokens an array('I') in the order the walk finds them, groups left empty dropped (the
+ * groups TrieWalker.walk files for q, unshared). */
+static PyObject *StateWalk_walk(StateWalk *s, PyObject *arg) {
+    long long q;
+    if (!as_small_int(arg, &q) || q < 0 || q >= s->rows.states) {
+        PyErr_SetString(PyExc_ValueError, "walk() takes a state of the transitions");
+        return NULL;
+    }
+    s->found.length = 0;
+    if (walker_walk_state(s->walker, &s->lookup, (int32_t)q, &s->found, &s->stack)) return PyErr_NoMemory();
+    if (walker_group_by_target(s->found.data, s->found.length / 2, s->keep, s->group_of, &s->scratch, &s->sorted))
+        return PyErr_NoMemory();
+    const Ints *scratch = &s->scratch;
+    PyObject *out = PyList_New(0);
+    for (size_t g = 0; out && g < scratch->length / 3; g++) {
+        size_t size = (size_t)scratch->data[3 * g + 1];
+        if (!size) continue;
+        PyObject *tokens = token_array((const uint32_t *)s->sorted.data + scratch->data[3 * g + 2], size);
+        PyObject *item = tokens ? Py_BuildValue("(iN)", scratch->data[3 * g], tokens) : NULL;
+        if (!item || PyList_Append(out, item)) Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
+static PyObject *StateWalk_len(StateWalk *s, PyObject *unused) { return PyLong_FromSsize_t(s->rows.states); }
+
+static PyMethodDef StateWalk_methods[] = {
+    {"walk", (PyCFunction)StateWalk_walk, METH_O,
+     "walk(q) -> [(target, tokens)]: state q's lattice arcs by target in order of first appearance, the kept "
+     "tokens of each an array('I') in the walk's order, empty groups dropped."},
+    {"states", (PyCFunction)StateWalk_len, METH_NOARGS, "states() -> the states of the rows walked."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StateWalkType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bpefst._core.StateWalk",
+    .tp_basicsize = sizeof(StateWalk),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A TrieWalker's walk from one state at a time over rows packed once (TrieWalker.over).",
+    .tp_dealloc = (destructor)StateWalk_dealloc,
+    .tp_methods = StateWalk_methods,
+};
