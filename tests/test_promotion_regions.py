@@ -150,6 +150,19 @@ def test_a_guide_solves_the_starts_region_then_the_whole_lattice(small_tokenizer
     assert product.groups is not None and not isinstance(product.good, RegionLiveness)
 
 
+def test_rows_asked_first_leave_the_decoder_the_same_whole_solve(small_tokenizer, monkeypatch):
+    """The whole solve a row (or the disk cache) asks for is the one the regions switch to: solved once."""
+    from bpefst.promotion import on_demand
+
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 1 << 30)
+    product = bpefst.promote(small_tokenizer, json_schema=SCHEMA).on_demand()
+    regions = product.good
+    assert isinstance(regions, RegionLiveness) and product.filed is not None
+    groups = product.groups
+    assert [regions[q] for q in range(len(product.cut))] == list(product.good)
+    assert product.groups is groups
+
+
 @pytest.mark.parametrize("bound", ["REGIONS_FIRST_ARCS", "REGIONS_FIRST_STATES"])
 def test_a_lattice_past_the_regions_bounds_is_solved_whole_up_front(small_tokenizer, monkeypatch, bound):
     from bpefst.promotion import on_demand

@@ -135,8 +135,10 @@ class OnDemandCanonical:
         self.good, self._filed = solve_liveness(groups, len(self.cut), self.finals_q, self.cut, self.automaton)
 
     def _whole_good(self):
-        """``good`` of every state, solved whole (RegionLiveness asks at the decoder's second region)."""
-        self._solve_whole()
+        """``good`` of every state, solved whole (RegionLiveness asks at the decoder's second region; rows
+        or the disk cache may have asked first)."""
+        if self._filed is None:
+            self._solve_whole()
         return self.good
 
     @property
