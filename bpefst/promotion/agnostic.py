@@ -652,6 +652,18 @@ def token_array(tokens) -> array:
     return array("I", tokens)
 
 
+def arcs_by_target(walked: dict[int, int], keep=None) -> list[tuple[int, list[int]]]:
+    """One state's walk (``token -> target``, in the walk's order) as ``(target, tokens)`` by target in order of
+    first appearance (every token counts for the order, kept or not), the tokens ``keep`` leaves out dropped and
+    targets left without tokens dropped: how ``TrieWalker`` files a state (``walker_group_by_target``)."""
+    by_target: dict[int, list[int]] = {}
+    for t, r in walked.items():
+        by_target.setdefault(r, []).append(t)
+    if keep is None:
+        return list(by_target.items())
+    return [(r, kept) for r, tokens in by_target.items() if (kept := [t for t in tokens if keep[t]])]
+
+
 def _groups_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_arcs: int | None = None,
                      keep=None, sources: bytes | None = None) -> list[tuple[array, dict[int, int]]]:
     """Each state's row walked (:func:`_walk`) and grouped by target, targets in order of first appearance,
@@ -675,18 +687,13 @@ def _groups_by_walks(transitions: list[dict[int, int]], trie: SpellingTrie, max_
         if earlier is not None:
             filed, count = earlier
         else:
-            by_target: dict[int, list[int]] = {}
             walked = _walk(transitions, steps, q, trie.tokens)
-            for t, r in walked.items():
-                by_target.setdefault(r, []).append(t)
             filed, count = [], len(walked)
-            for r, tokens in by_target.items():
-                kept = tokens if keep is None else [t for t in tokens if keep[t]]
-                if kept:
-                    g = group_of.setdefault(tuple(kept), len(groups))
-                    if g == len(groups):
-                        groups.append((token_array(kept), {}))
-                    filed.append((g, r))
+            for r, kept in arcs_by_target(walked, keep):
+                g = group_of.setdefault(tuple(kept), len(groups))
+                if g == len(groups):
+                    groups.append((token_array(kept), {}))
+                filed.append((g, r))
             first_of[key] = (filed, count)
         for g, r in filed:
             groups[g][1][q] = r

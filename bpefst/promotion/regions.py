@@ -44,7 +44,7 @@ from __future__ import annotations
 from .. import native
 from ..automata import DFA
 from ..bpe import CanonicalAutomaton
-from .agnostic import SpellingTrie, _walk, token_array
+from .agnostic import SpellingTrie, _walk, arcs_by_target, token_array
 
 
 class RegionLiveness:
@@ -143,12 +143,5 @@ class _PureStateWalk:
         self.transitions, self.steps, self.ends, self.keep = transitions, trie.steps(), trie.tokens, keep
 
     def walk(self, q: int) -> list[tuple[int, object]]:
-        by_target: dict[int, list[int]] = {}
-        keep = self.keep
-        for token, r in _walk(self.transitions, self.steps, q, self.ends).items():
-            tokens = by_target.get(r)
-            if tokens is None:
-                tokens = by_target[r] = []
-            if keep[token]:
-                tokens.append(token)
-        return [(r, token_array(tokens)) for r, tokens in by_target.items() if tokens]
+        walked = _walk(self.transitions, self.steps, q, self.ends)
+        return [(r, token_array(tokens)) for r, tokens in arcs_by_target(walked, self.keep)]
