@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/bench_json_schema.py SAMPLE_DIR [--sample N --seed S] [--vocab gpt2|cl100k]
        [--no-peers] [--timeout SECONDS] [--max-depth D] [--text-only] [--closed-objects] [--show-rejected]
-       [--member-order schema|any]
+       [--member-order schema|any] [--times FILE]
 
 SAMPLE_DIR holds JSONSchemaBench MaskBench files (github guidance-ai/jsonschemabench,
 ``maskbench/data``: ``{"schema": ..., "tests": [{"data": ..., "valid": bool}, ...]}``);
@@ -34,7 +34,10 @@ at most one required member in any order): the sample's valid documents list
 their members in their own orders, so this is the form that checks them.
 
 Peak RSS of the process is printed at the end (the memory acceptance: the
-whole sample promoted one schema after another).
+whole sample promoted one schema after another; with the peers it holds
+their memory too).  ``--times FILE`` writes one JSON line per schema (vocabulary,
+name, translation and set-up seconds, outcome), to find the schemas behind a
+median.
 """
 
 from __future__ import annotations
@@ -193,7 +196,8 @@ class Ours:
 
 
 def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False,
-        open_objects: bool = True, via_text: bool = False, show_rejected: bool = False, member_order: str = "schema") -> None:
+        open_objects: bool = True, via_text: bool = False, show_rejected: bool = False, member_order: str = "schema",
+        times: Path | None = None) -> None:
     import bpefst
 
     tokenizer = bpefst.load(DATA / VOCABS[label])
@@ -206,8 +210,10 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
     refusals: collections.Counter = collections.Counter()
     examples: dict[str, str] = {}
     translate_times, setup_times, masks, cpu_times = [], [], [], []
+    times_file = open(times, "a") if times is not None else None  # (main empties it)
     for path in files:
         guided = dfa = None  # the last schema's guide is dropped before the next is promoted, as one after another
+        record = {"vocab": label, "name": path.name, "translation_s": None, "setup_s": None, "outcome": "compiled"}
         item = json.loads(path.read_text())
         schema, tests = item["schema"], item.get("tests", [])
         texts = [(compact(t["data"]), bool(t["valid"])) for t in tests]
@@ -220,11 +226,13 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
         try:
             dfa, elapsed, warned = ours.translate(schema)
             translate_times.append(elapsed)
+            record["translation_s"] = elapsed
             cpu_times.append(ours.cpu)
             tally["warned"] += warned > 0
             if not text_only:
                 guided, setup = ours.set_up(dfa, schema if user_path else None)
                 setup_times.append(setup)
+                record["setup_s"] = setup
             tally["compiled"] += 1
             tally["valid in compiled"] += sum(v for _, v in texts)
             for text, valid in texts:
@@ -242,24 +250,31 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
         except SchemaError as exc:
             key = refusal_keyword(exc)
             refusals[key] += 1
+            record["outcome"] = key
             examples.setdefault(key, str(exc)[:160])
             tally["one-line refusals"] += "\n" not in str(exc)
             tally["refusals naming a pointer"] += 1
         except Timeout:
             refusals["(timeout)"] += 1
+            record["outcome"] = "(timeout)"
             print(f"  timeout: {path.name}", flush=True)
         except BpefstError as exc:
             key = f"({type(exc).__name__})"
             refusals[key] += 1
+            record["outcome"] = key
             examples.setdefault(key, str(exc)[:240])
             tally["one-line refusals"] += "\n" not in str(exc)
             tally["refusals naming a pointer"] += getattr(exc, "pointer", None) is not None  # where the schema is largest
         except Exception as exc:  # noqa: BLE001 - a crash is what this counts
             tally["CRASHES"] += 1
+            record["outcome"] = "(crash)"
             print(f"  crash: {path.name}: {type(exc).__name__}: {exc}", flush=True)
         finally:
             signal.alarm(0)
         MEMORY.stop(path.name)
+        if times_file is not None:
+            times_file.write(json.dumps(record) + "\n")
+            times_file.flush()
         signal.alarm(int(timeout))  # the peers get the same time per schema (a Rust call may overrun it)
         try:
             if ll is not None:
@@ -279,6 +294,8 @@ def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_onl
                   f"{1e3 * statistics.median(translate_times or [0]):.1f} ms; mask mean "
                   f"{1e6 * statistics.fmean(masks or [0]):.1f} us; peak RSS "
                   f"{MEMORY.peak_mb():.0f} MB", flush=True)
+    if times_file is not None:
+        times_file.close()
     report(label, tally, refusals, examples, translate_times, setup_times, masks, peers, cpu_times)
 
 
@@ -385,15 +402,19 @@ def main() -> None:
                         help="schema_to_dfa's member_order (the user path: bpefst.promote's)")
     parser.add_argument("--via-text", action="store_true", help="translate through the pattern text and compile_regex")
     parser.add_argument("--show-rejected", action="store_true", help="print each valid instance refused, with its schema")
+    parser.add_argument("--times", type=Path, metavar="FILE",
+                        help="write one JSON line per schema and vocabulary: name, translation and set-up seconds, outcome")
     args = parser.parse_args()
     missing = [name for name in ("llguidance", "outlines_core") if importlib.util.find_spec(name) is None]
     if missing and not args.no_peers:
         parser.error(f"the peers need {' and '.join(missing)}: pip install -e '.[bench]', or pass --no-peers")
     files = sample_files(args.sample_dir, args.sample, args.seed)
+    if args.times is not None:
+        args.times.write_text("")  # one line per schema and vocabulary, appended by each run
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
         run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path,
-            not args.closed_objects, args.via_text, args.show_rejected, args.member_order)
+            not args.closed_objects, args.via_text, args.show_rejected, args.member_order, args.times)
 
 
 if __name__ == "__main__":
