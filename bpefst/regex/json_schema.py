@@ -63,7 +63,7 @@ Keywords: ``type`` (one or a list; without it, the types its keywords imply),
 only, ``dependencies``, ``dependentRequired``,
 ``dependentSchemas`` (an object lacks the member, or has it and what it
 needs); string: ``minLength``, ``maxLength``, ``pattern``, ``format``
-(date, date-time, time, email, uuid, ipv4, uri, uri-reference, hostname; a
+(date, date-time, time, duration, email, uuid, ipv4, ipv6, uri, uri-reference, hostname; a
 format JSON Schema does not define is an annotation), in any combination
 (their automata intersected); integer and number: ``minimum``, ``maximum``,
 ``exclusiveMinimum``, ``exclusiveMaximum`` (draft-04 booleans too; decimal
@@ -169,6 +169,31 @@ _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?(?:Z|[+-](?
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 # RFC 3986 absolute URIs, spelled with unreserved/reserved characters and %XX escapes only (no spaces).
 _URI_CHAR = r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})"
+# RFC 4291's text forms of an IPv6 address, as RFC 3986 (Sec. 3.2.2) spells them: eight groups, one run of
+# them written "::", the last two groups possibly an IPv4 address; no zone ("%eth0"), as the format excludes.
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_OCTET}(?:\.{_OCTET}){{3}})"
+
+
+def _groups(n: int) -> str:
+    return rf"(?:{_H16}:){{{n}}}" if n else ""
+
+
+def _before_gap(n: int) -> str:
+    """Up to n + 1 groups before the "::" (n colons between them), or none."""
+    return rf"(?:(?:{_H16}:){{0,{n}}}{_H16})?"
+
+
+_IPV6 = "(?:" + "|".join(
+    [rf"{_groups(6)}{_LS32}", rf"::{_groups(5)}{_LS32}"]  # no gap; a gap first
+    + [rf"{_before_gap(k)}::{_groups(4 - k)}{_LS32}" for k in range(5)]  # k + 1 groups or none, the gap, the rest
+    + [rf"{_before_gap(5)}::{_H16}", rf"{_before_gap(6)}::"]) + ")"
+# RFC 3339 Appendix A's duration (JSON Schema's "duration"): P, then a date part (days; months and days; years,
+# months and days, each level optional below the first) with an optional time part, or a time part, or weeks.
+_DIGITS = "[0-9]+"
+_DURATION_TIME = rf"T(?:{_DIGITS}H(?:{_DIGITS}M(?:{_DIGITS}S)?)?|{_DIGITS}M(?:{_DIGITS}S)?|{_DIGITS}S)"
+_DURATION_DATE = rf"(?:{_DIGITS}D|{_DIGITS}M(?:{_DIGITS}D)?|{_DIGITS}Y(?:{_DIGITS}M(?:{_DIGITS}D)?)?)"
+_DURATION = rf"P(?:{_DURATION_DATE}(?:{_DURATION_TIME})?|{_DURATION_TIME}|{_DIGITS}W)"
 FORMATS = {
     "date": _DATE,
     "time": _TIME,
@@ -180,6 +205,8 @@ FORMATS = {
     "uri-reference": rf"{_URI_CHAR}*",
     # up to three labels of up to 20 characters: well inside the 253 characters a host name may have
     "hostname": r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,18}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,18}[A-Za-z0-9])?){0,2}",
+    "ipv6": _IPV6,
+    "duration": _DURATION,
 }
 # The formats JSON Schema defines (2020-12 and earlier drafts); any other is an annotation, as the standard says.
 DEFINED_FORMATS = frozenset({
