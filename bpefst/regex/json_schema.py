@@ -167,12 +167,13 @@ _DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469
          rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 # RFC 3986 absolute URIs, spelled with unreserved/reserved characters and %XX escapes only (no spaces).
 _URI_CHAR = r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})"
 # RFC 4291's text forms of an IPv6 address, as RFC 3986 (Sec. 3.2.2) spells them: eight groups, one run of
 # them written "::", the last two groups possibly an IPv4 address; no zone ("%eth0"), as the format excludes.
 _H16 = r"[0-9A-Fa-f]{1,4}"
-_LS32 = rf"(?:{_H16}:{_H16}|{_OCTET}(?:\.{_OCTET}){{3}})"
+_LS32 = rf"(?:{_H16}:{_H16}|{_IPV4})"
 
 
 def _groups(n: int) -> str:
@@ -200,7 +201,7 @@ FORMATS = {
     "date-time": rf"{_DATE}T{_TIME}",
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-    "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}",
+    "ipv4": _IPV4,
     "uri": rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}+",
     "uri-reference": rf"{_URI_CHAR}*",
     # up to three labels of up to 20 characters: well inside the 253 characters a host name may have
