@@ -889,6 +889,80 @@ def test_liveness_matches_the_pure_fixpoint_on_hand_made_lattices_over_gpt2(data
     assert_same_liveness(*data.draw(hand_made_lattices(gpt2_automaton())))
 
 
+def test_liveness_solves_on_threads_as_one_after_another(small_tokenizer) -> None:
+    """The compiled solve runs without the GIL: solves of several lattices over one shared checker (A_BPE's),
+    started together on four threads, give each lattice's good sets and filed pairs as a solve alone does."""
+    import threading
+
+    model = small_tokenizer.model
+    parts = build_canonical(MergeForest.from_model(model)), SpellingTrie.from_model(model)
+    patterns = list(real_patterns(model).values()) + [compile_regex(r"[a-z ]{1,12}[0-9]{0,3}", alphabet_for(model))]
+    inputs = [liveness_inputs(model, pattern, parts=parts) for pattern in patterns]
+    alone = [on_demand.solve_liveness(*each, engine="compiled") for each in inputs]
+    jobs = [k % len(inputs) for k in range(12)]
+    found = []
+    start = threading.Barrier(4)
+
+    def solve(thread: int) -> None:
+        start.wait()
+        for job in jobs[thread::4]:
+            good, filed = on_demand.solve_liveness(*inputs[job], engine="compiled")
+            found.append((job, list(good), list(filed)))
+
+    threads = [threading.Thread(target=solve, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == len(jobs)
+    for job, good, filed in found:
+        assert good == list(alone[job][0]) and filed == list(alone[job][1])
+
+
+def test_promotions_on_threads_give_the_languages_of_one_after_another(small_tokenizer) -> None:
+    """bpefst.promote from several threads at once over one tokenizer (its parts shared): every view each
+    thread reads is the one a promotion alone gives (masks along a document, the written-out DFA)."""
+    import threading
+
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array",
+              "items": {"type": "string", "maxLength": 6}}}, "required": ["name"]}
+    requests = [{"json_schema": schema}, {"regex": EMAIL}, {"regex": r"[a-z]{2,9}( [a-z]{2,9}){0,3}"}]
+    document = '{"name":"ab c","tags":["x1","yy"]}'
+
+    def views(request):
+        language = bpefst.promote(small_tokenizer, **request)
+        guide, masks = language.guide(), []
+        text = document if "json_schema" in request else ("a.b@c.org" if request.get("regex") == EMAIL else "ab cd")
+        state = guide.start
+        for token in small_tokenizer.encode(text):
+            masks.append(guide.allowed_mask(state))
+            state = guide.step(state, token)
+        return masks, guide.is_accepting(state), language.dfa().transitions
+
+    alone = [views(request) for request in requests]
+    assert all(accepted for _, accepted, _ in alone)
+    found, failures = [], []
+    start = threading.Barrier(3)
+
+    def promote(first: int) -> None:
+        start.wait()
+        try:
+            for k in range(len(requests)):
+                job = (first + k) % len(requests)
+                found.append((job, views(requests[job])))
+        except Exception as exc:  # noqa: BLE001 - reported below, in the test's thread
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=promote, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures and len(found) == 3 * len(requests)
+    for job, seen in found:
+        assert seen == alone[job]
+
+
 def liveness_arguments(**change):
     arguments = {"checker": build_canonical(MergeForest.from_model(byte_model(0))).pair_checker(), "n": 3,
                  "finals": [2], "cut": [None, None, None], "groups": [([0, 1], {0: 1, 1: 2})]}

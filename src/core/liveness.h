@@ -94,24 +94,40 @@ typedef struct {
     Pending *pending;
     Ints filed;                                /* (q, code, r) per pair filed, in the order found (filed.h) */
     Ints settled, batch_start;                 /* the tokens settled one by one, batch after batch */
+    int failure;                               /* what failed in the solve (SOLVE_...), said once the GIL is back */
 } Liveness;
+
+/* The fixpoint runs without the GIL (another thread may decode meanwhile), so what fails in it is recorded
+ * and raised by liveness_raise when the GIL is held again. */
+enum { SOLVE_OK, SOLVE_OUT_OF_MEMORY, SOLVE_TOO_MANY_SETTLED };
+
+static int liveness_fail(Liveness *l, int failure) {
+    if (!l->failure) l->failure = failure;
+    return -1;
+}
+
+static void liveness_raise(const Liveness *l) {
+    if (PyErr_Occurred()) return;
+    if (l->failure == SOLVE_TOO_MANY_SETTLED) PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many tokens settled");
+    else PyErr_NoMemory();
+}
 
 static void liveness_free(Liveness *l) {
     if (l->sets)
-        for (uint32_t k = 0; k < l->set_count; k++) PyMem_Free(l->sets[k].bits), PyMem_Free(l->sets[k].occupied);
-    for (uint32_t k = 0; k < l->spare_count; k++) PyMem_Free(l->spare[k].bits);
-    PyMem_Free(l->spare);
-    PyMem_Free(l->sets), PyMem_Free(l->free_set), PyMem_Free(l->memo), PyMem_Free(l->table), PyMem_Free(l->fresh), PyMem_Free(l->marked);
+        for (uint32_t k = 0; k < l->set_count; k++) PyMem_RawFree(l->sets[k].bits), PyMem_RawFree(l->sets[k].occupied);
+    for (uint32_t k = 0; k < l->spare_count; k++) PyMem_RawFree(l->spare[k].bits);
+    PyMem_RawFree(l->spare);
+    PyMem_RawFree(l->sets), PyMem_RawFree(l->free_set), PyMem_RawFree(l->memo), PyMem_RawFree(l->table), PyMem_RawFree(l->fresh), PyMem_RawFree(l->marked);
     if (l->pending)
         for (uint32_t p = 0; p < l->pairs; p++)
-            if (l->pending[p].owned) PyMem_Free(l->pending[p].tokens);
+            if (l->pending[p].owned) PyMem_RawFree(l->pending[p].tokens);
     for (uint32_t g = 0; g < l->lists_held; g++) Py_DECREF(l->group_list[g]);
-    PyMem_Free(l->group_hash), PyMem_Free(l->word_start), PyMem_Free(l->word_index), PyMem_Free(l->word_bits);
-    PyMem_Free(l->group_start), PyMem_Free(l->group_token), PyMem_Free(l->group_list);
-    PyMem_Free(l->pair_group), PyMem_Free(l->pair_q), PyMem_Free(l->pred_start), PyMem_Free(l->pred);
-    PyMem_Free(l->cut), PyMem_Free(l->cut_pred_start), PyMem_Free(l->cut_pred), PyMem_Free(l->good);
-    PyMem_Free(l->open), PyMem_Free(l->queued), PyMem_Free(l->queue);
-    PyMem_Free(l->stack), PyMem_Free(l->answered), PyMem_Free(l->pending);
+    PyMem_RawFree(l->group_hash), PyMem_RawFree(l->word_start), PyMem_RawFree(l->word_index), PyMem_RawFree(l->word_bits);
+    PyMem_RawFree(l->group_start), PyMem_RawFree(l->group_token), PyMem_Free(l->group_list);
+    PyMem_RawFree(l->pair_group), PyMem_RawFree(l->pair_q), PyMem_RawFree(l->pred_start), PyMem_RawFree(l->pred);
+    PyMem_RawFree(l->cut), PyMem_RawFree(l->cut_pred_start), PyMem_RawFree(l->cut_pred), PyMem_RawFree(l->good);
+    PyMem_RawFree(l->open), PyMem_RawFree(l->queued), PyMem_RawFree(l->queue);
+    PyMem_RawFree(l->stack), PyMem_RawFree(l->answered), PyMem_RawFree(l->pending);
     free(l->filed.data), free(l->settled.data), free(l->batch_start.data);
 }
 
@@ -150,15 +166,15 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         return -1;
     }
     l->groups = (uint32_t)G, l->pairs = (uint32_t)pairs;
-    l->group_start = PyMem_Malloc(((size_t)G + 1) * 4), l->group_token = PyMem_Malloc(tokens * 4 + 4);
+    l->group_start = PyMem_RawMalloc(((size_t)G + 1) * 4), l->group_token = PyMem_RawMalloc(tokens * 4 + 4);
     l->group_list = PyMem_Malloc((size_t)G * sizeof(PyObject *) + 1);
-    l->pair_group = PyMem_Malloc(pairs * 4 + 4), l->pair_q = PyMem_Malloc(pairs * 4 + 4);
-    uint32_t *pair_r = PyMem_Malloc(pairs * 4 + 4);
-    l->pred_start = PyMem_Calloc((size_t)l->n + 1, 4), l->pred = PyMem_Malloc(pairs * 4 + 4);
-    l->pending = PyMem_Calloc(pairs + 1, sizeof(Pending));
+    l->pair_group = PyMem_RawMalloc(pairs * 4 + 4), l->pair_q = PyMem_RawMalloc(pairs * 4 + 4);
+    uint32_t *pair_r = PyMem_RawMalloc(pairs * 4 + 4);
+    l->pred_start = PyMem_RawCalloc((size_t)l->n + 1, 4), l->pred = PyMem_RawMalloc(pairs * 4 + 4);
+    l->pending = PyMem_RawCalloc(pairs + 1, sizeof(Pending));
     if (!l->group_start || !l->group_token || !l->group_list || !l->pair_group || !l->pair_q || !pair_r ||
         !l->pred_start || !l->pred || !l->pending) {
-        PyMem_Free(pair_r);
+        PyMem_RawFree(pair_r);
         PyErr_NoMemory();
         return -1;
     }
@@ -193,17 +209,17 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         goto fail;
     }
     for (uint32_t r = 0; r < l->n; r++) l->pred_start[r + 1] += l->pred_start[r];
-    uint32_t *fill = PyMem_Malloc((size_t)l->n * 4 + 4);
+    uint32_t *fill = PyMem_RawMalloc((size_t)l->n * 4 + 4);
     if (!fill) {
         PyErr_NoMemory();
         goto fail;
     }
     memcpy(fill, l->pred_start, (size_t)l->n * 4);
     for (p = 0; p < pairs; p++) l->pred[fill[pair_r[p]]++] = (uint32_t)p;
-    PyMem_Free(fill), PyMem_Free(pair_r);
+    PyMem_RawFree(fill), PyMem_RawFree(pair_r);
     return 0;
 fail:
-    PyMem_Free(pair_r);
+    PyMem_RawFree(pair_r);
     return -1;
 }
 
@@ -212,8 +228,8 @@ static int liveness_read_cut(Liveness *l, PyObject *cut) {
         PyErr_SetString(PyExc_ValueError, "solve_liveness: cut must be a list of n states or None");
         return -1;
     }
-    l->cut = PyMem_Malloc((size_t)l->n * 4 + 4), l->cut_pred_start = PyMem_Calloc((size_t)l->n + 1, 4);
-    l->cut_pred = PyMem_Malloc((size_t)l->n * 4 + 4);
+    l->cut = PyMem_RawMalloc((size_t)l->n * 4 + 4), l->cut_pred_start = PyMem_RawCalloc((size_t)l->n + 1, 4);
+    l->cut_pred = PyMem_RawMalloc((size_t)l->n * 4 + 4);
     if (!l->cut || !l->cut_pred_start || !l->cut_pred) {
         PyErr_NoMemory();
         return -1;
@@ -228,7 +244,7 @@ static int liveness_read_cut(Liveness *l, PyObject *cut) {
         l->cut_pred_start[after + 1]++;
     }
     for (uint32_t r = 0; r < l->n; r++) l->cut_pred_start[r + 1] += l->cut_pred_start[r];
-    uint32_t *fill = PyMem_Malloc((size_t)l->n * 4 + 4);
+    uint32_t *fill = PyMem_RawMalloc((size_t)l->n * 4 + 4);
     if (!fill) {
         PyErr_NoMemory();
         return -1;
@@ -236,7 +252,7 @@ static int liveness_read_cut(Liveness *l, PyObject *cut) {
     memcpy(fill, l->cut_pred_start, (size_t)l->n * 4);
     for (uint32_t r = 0; r < l->n; r++)
         if (l->cut[r] >= 0) l->cut_pred[fill[l->cut[r]]++] = r;
-    PyMem_Free(fill);
+    PyMem_RawFree(fill);
     return 0;
 }
 
@@ -259,7 +275,7 @@ static inline uint64_t token_mix(uint32_t v) {
 static int liveness_group_words(Liveness *l) {
     uint32_t G = l->groups;
     size_t words = 0;
-    l->group_hash = PyMem_Malloc((size_t)G * 8 + 8), l->word_start = PyMem_Malloc(((size_t)G + 1) * 4);
+    l->group_hash = PyMem_RawMalloc((size_t)G * 8 + 8), l->word_start = PyMem_RawMalloc(((size_t)G + 1) * 4);
     if (!l->group_hash || !l->word_start) goto nomemory;
     for (uint32_t g = 0; g < G; g++) { /* count the words of the dense groups */
         const uint32_t *t = l->group_token + l->group_start[g];
@@ -272,7 +288,7 @@ static int liveness_group_words(Liveness *l) {
         if (ascending && count >= GROUP_WORDS_MIN_TOKENS && 2 * (size_t)distinct <= count) words += distinct;
     }
     l->word_start[G] = (uint32_t)words;
-    l->word_index = PyMem_Malloc(words * 4 + 4), l->word_bits = PyMem_Malloc(words * 8 + 8);
+    l->word_index = PyMem_RawMalloc(words * 4 + 4), l->word_bits = PyMem_RawMalloc(words * 8 + 8);
     if (!l->word_index || !l->word_bits) goto nomemory;
     for (uint32_t g = 0; g < G; g++) {
         uint32_t k = l->word_start[g], end = l->word_start[g + 1];
@@ -318,17 +334,16 @@ static int table_grow(Liveness *l) {
     size_t old_size = l->table_size;
     l->table_size = old_size ? 2 * old_size : 1024;
     while (l->table_size < 4 * (size_t)(l->set_count - l->free_sets + 1)) l->table_size *= 2;
-    l->table = PyMem_Malloc(l->table_size * sizeof(int32_t));
+    l->table = PyMem_RawMalloc(l->table_size * sizeof(int32_t));
     if (!l->table) {
         l->table = old, l->table_size = old_size;
-        PyErr_NoMemory();
-        return -1;
+        return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
     }
     for (size_t k = 0; k < l->table_size; k++) l->table[k] = -1;
     l->table_used = 0;
     for (size_t k = 0; k < old_size; k++)
         if (old[k] >= 0) table_insert(l, (uint32_t)old[k]);
-    PyMem_Free(old);
+    PyMem_RawFree(old);
     return 0;
 }
 
@@ -395,7 +410,7 @@ static void discard_set(Liveness *l, uint32_t set) {
     if (l->spare_count < l->set_capacity) /* (spare has room for set_capacity: one per slot) */
         l->spare[l->spare_count++] = (SpareBits){x->bits, x->lo, x->hi};
     else
-        PyMem_Free(x->bits);
+        PyMem_RawFree(x->bits);
     l->sets[set].bits = NULL, l->sets[set].refs = 0, l->sets[set].version = ++l->versions;
     l->free_set[l->free_sets++] = set;
 }
@@ -410,12 +425,9 @@ static void release_set(Liveness *l, int32_t set) {
 static int32_t new_set(Liveness *l, int32_t copy) {
     /* (fresh bits are all dirty: cleared outside what is copied, like a spare's) */
     SpareBits spare = l->spare_count ? l->spare[--l->spare_count]
-                                     : (SpareBits){PyMem_Malloc((size_t)l->words * 8 + 8), 0, l->words};
+                                     : (SpareBits){PyMem_RawMalloc((size_t)l->words * 8 + 8), 0, l->words};
     uint64_t *bits = spare.bits;
-    if (!bits) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (!bits) return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
     uint32_t lo = copy < 0 ? 0 : l->sets[copy].lo, hi = copy < 0 ? 0 : l->sets[copy].hi;
     if (lo >= hi) lo = hi = 0;
     if (spare.lo < spare.hi) { /* the spare's words outside [lo, hi) cleared, those inside copied over */
@@ -432,16 +444,15 @@ static int32_t new_set(Liveness *l, int32_t copy) {
     } else {
         if (l->set_count == l->set_capacity) {
             uint32_t capacity = l->set_capacity ? 2 * l->set_capacity : 256;
-            GoodSet *sets = PyMem_Realloc(l->sets, capacity * sizeof(GoodSet));
-            uint32_t *free_set = PyMem_Realloc(l->free_set, capacity * sizeof(uint32_t));
-            SpareBits *spare = PyMem_Realloc(l->spare, capacity * sizeof(SpareBits));
+            GoodSet *sets = PyMem_RawRealloc(l->sets, capacity * sizeof(GoodSet));
+            uint32_t *free_set = PyMem_RawRealloc(l->free_set, capacity * sizeof(uint32_t));
+            SpareBits *spare = PyMem_RawRealloc(l->spare, capacity * sizeof(SpareBits));
             if (sets) l->sets = sets;
             if (free_set) l->free_set = free_set;
             if (spare) l->spare = spare;
             if (!sets || !free_set || !spare) {
-                PyMem_Free(bits);
-                PyErr_NoMemory();
-                return -1;
+                PyMem_RawFree(bits);
+                return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
             }
             l->set_capacity = capacity;
         }
@@ -629,10 +640,8 @@ static int grow(Liveness *l, uint32_t q, const uint32_t *tokens, uint32_t count,
 
 /* File the pair (tokens `code`, r) under q: a group, or groups + a batch of tokens settled one by one. */
 static int file(Liveness *l, uint32_t q, uint32_t code, uint32_t r) {
-    if (ints_push(&l->filed, (int32_t)q) || ints_push(&l->filed, (int32_t)code) || ints_push(&l->filed, (int32_t)r)) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (ints_push(&l->filed, (int32_t)q) || ints_push(&l->filed, (int32_t)code) || ints_push(&l->filed, (int32_t)r))
+        return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
     return 0;
 }
 
@@ -656,11 +665,8 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
                     if (l->open[r0]) continue;
                     if (top == l->stack_size) {
                         size_t size = 2 * l->stack_size;
-                        uint32_t *stack = PyMem_Realloc(l->stack, size * 4);
-                        if (!stack) {
-                            PyErr_NoMemory();
-                            return -1;
-                        }
+                        uint32_t *stack = PyMem_RawRealloc(l->stack, size * 4);
+                        if (!stack) return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
                         l->stack = stack, l->stack_size = size;
                     }
                     l->stack[top++] = r0;
@@ -678,7 +684,7 @@ static int open_state(Liveness *l, uint32_t start, int waiting_built) {
 static const uint64_t *set_occupied(Liveness *l, uint32_t set) {
     GoodSet *x = &l->sets[set];
     uint32_t summary_words = (l->words + 63) / 64;
-    if (!x->occupied && !(x->occupied = PyMem_Malloc((size_t)summary_words * 8 + 8))) return NULL;
+    if (!x->occupied && !(x->occupied = PyMem_RawMalloc((size_t)summary_words * 8 + 8))) return NULL;
     if (x->occupied_version != x->version) {
         memset(x->occupied, 0, (size_t)summary_words * 8);
         for (uint32_t w = x->lo; w < x->hi; w++)
@@ -696,10 +702,7 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
     int64_t last = (int64_t)l->answered[t] - 1;
     if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
     const uint64_t *occupied = set_occupied(l, (uint32_t)l->good[r]);
-    if (!occupied) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (!occupied) return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
     for (uint32_t k = 0, summary_words = (l->words + 63) / 64; k < summary_words; k++)
         for (uint64_t y = occupied[k]; y; y &= y - 1) {
             uint32_t w = k * 64 + (uint32_t)__builtin_ctzll(y);
@@ -718,11 +721,10 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
 static int settle(Liveness *l, uint32_t p, uint32_t r) {
     Pending *pending = &l->pending[p];
     uint32_t count = pending->count, kept = 0, found = 0;
-    uint32_t *rest = PyMem_Malloc((size_t)count * 4 + 4), *settled = PyMem_Malloc((size_t)count * 4 + 4);
+    uint32_t *rest = PyMem_RawMalloc((size_t)count * 4 + 4), *settled = PyMem_RawMalloc((size_t)count * 4 + 4);
     if (!rest || !settled) {
-        PyMem_Free(rest), PyMem_Free(settled);
-        PyErr_NoMemory();
-        return -1;
+        PyMem_RawFree(rest), PyMem_RawFree(settled);
+        return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
     }
     int rc = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -735,21 +737,21 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
     if (found) {
         uint32_t q = l->pair_q[p], batch = (uint32_t)(l->batch_start.length ? l->batch_start.length - 1 : 0);
         if (l->settled.length + found >= INT32_MAX || l->groups + (uint64_t)batch >= UINT32_MAX) {
-            PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many tokens settled");
+            liveness_fail(l, SOLVE_TOO_MANY_SETTLED);
             goto failed;
         }
         if ((!l->batch_start.length && ints_push(&l->batch_start, 0)) || ints_reserve(&l->settled, found)) {
-            PyErr_NoMemory();
+            liveness_fail(l, SOLVE_OUT_OF_MEMORY);
             goto failed;
         }
         memcpy(l->settled.data + l->settled.length, settled, (size_t)found * 4);
         l->settled.length += found;
         if (ints_push(&l->batch_start, (int32_t)l->settled.length)) {
-            PyErr_NoMemory();
+            liveness_fail(l, SOLVE_OUT_OF_MEMORY);
             goto failed;
         }
         if ((rc = file(l, q, l->groups + batch, r))) goto done;
-        if (pending->owned) PyMem_Free(pending->tokens);
+        if (pending->owned) PyMem_RawFree(pending->tokens);
         pending->tokens = rest, pending->count = kept, pending->owned = 1;
         rest = NULL;
         int became = grow(l, q, settled, found, NO_GROUP);
@@ -762,8 +764,59 @@ static int settle(Liveness *l, uint32_t p, uint32_t r) {
 failed:
     rc = -1;
 done:
-    PyMem_Free(rest), PyMem_Free(settled);
+    PyMem_RawFree(rest), PyMem_RawFree(settled);
     return rc;
+}
+
+/* The fixpoint, grown from the finals (ascending) backwards.  It reads and writes only the solve's own memory
+ * (the groups were copied in, the checker is read), so it runs without the GIL: a decoder in another thread
+ * goes on while a schema is promoted.  The GIL is taken back every 4,096 rounds to see a signal (Ctrl-C).
+ * 0, or -1 with l->failure set (a signal: the Python error). */
+static int liveness_run(Liveness *l, const uint32_t *finals, size_t final_count, PyThreadState **released) {
+    uint32_t n = l->n;
+    uint8_t *final = PyMem_RawCalloc(n, 1);
+    if (!final) return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
+    int rc = 0;
+    for (size_t i = 0; i < final_count && !rc; i++) {
+        rc = open_state(l, finals[i], 0);
+        final[finals[i]] = 1;
+    }
+    for (uint32_t r = 0; r < n && !rc; r++) /* a chunk may end at r, and the text with it */
+        if (l->cut[r] >= 0 && final[l->cut[r]] && !l->open[r]) rc = open_state(l, r, 0);
+    PyMem_RawFree(final);
+    if (rc) return -1;
+    for (uint32_t r = 0; r < n; r++) { /* the arcs into states not open wait for their tokens' checks */
+        if (l->open[r]) continue;
+        for (uint32_t k = l->pred_start[r]; k < l->pred_start[r + 1]; k++) {
+            uint32_t p = l->pred[k], g = l->pair_group[p], q = l->pair_q[p];
+            const uint32_t *tokens = l->group_token + l->group_start[g];
+            uint32_t count = l->group_start[g + 1] - l->group_start[g];
+            for (uint32_t i = 0; i < count; i++)
+                if (!has_bit(good_bits(l, q), tokens[i])) {
+                    l->pending[p] = (Pending){(uint32_t *)tokens, count, 0, 1};
+                    break;
+                }
+        }
+    }
+    size_t rounds = 0;
+    while (l->queue_length) {
+        uint32_t r = l->queue[l->queue_head];
+        l->queue_head = l->queue_head + 1 == n ? 0 : l->queue_head + 1;
+        l->queue_length--;
+        l->queued[r] = 0;
+        if (++rounds % 4096 == 0) {
+            PyEval_RestoreThread(*released);
+            int signalled = PyErr_CheckSignals();
+            *released = PyEval_SaveThread();
+            if (signalled) return -1;
+        }
+        if (l->open[r]) continue;
+        for (uint32_t k = l->pred_start[r]; k < l->pred_start[r + 1]; k++) {
+            uint32_t p = l->pred[k];
+            if (l->pending[p].waiting && l->pending[p].count && settle(l, p, r)) return -1;
+        }
+    }
+    return 0;
 }
 
 /* A bitset as little-endian bytes, its trailing empty words left out (int.from_bytes reads it as the set). */
@@ -863,11 +916,11 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
      * pattern: no cycle to collect, and the collections their allocations would trigger scan the whole heap
      * now and then (a tenth of a maxLength: 20 string's solve). */
     int collecting = PyGC_Disable();
-    l.good = PyMem_Malloc((size_t)n * sizeof(int32_t));
-    l.fresh = PyMem_Malloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_Calloc(l.words + 1, 8);
-    l.open = PyMem_Calloc(n, 1), l.queued = PyMem_Calloc(n, 1), l.queue = PyMem_Malloc((size_t)n * 4);
-    l.stack_size = 64, l.stack = PyMem_Malloc(l.stack_size * 4);
-    l.answered = PyMem_Calloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
+    l.good = PyMem_RawMalloc((size_t)n * sizeof(int32_t));
+    l.fresh = PyMem_RawMalloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_RawCalloc(l.words + 1, 8);
+    l.open = PyMem_RawCalloc(n, 1), l.queued = PyMem_RawCalloc(n, 1), l.queue = PyMem_RawMalloc((size_t)n * 4);
+    l.stack_size = 64, l.stack = PyMem_RawMalloc(l.stack_size * 4);
+    l.answered = PyMem_RawCalloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
     if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
@@ -877,62 +930,34 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     if (liveness_read_cut(&l, cut) || liveness_read_groups(&l, groups) || liveness_group_words(&l)) goto done;
     size_t memo_size = 64;
     while (memo_size < 2 * (size_t)l.pairs && memo_size < ((size_t)1 << 15)) memo_size *= 2;
-    l.memo = PyMem_Malloc(memo_size * sizeof(GrowMemo)), l.memo_mask = memo_size - 1;
+    l.memo = PyMem_RawMalloc(memo_size * sizeof(GrowMemo)), l.memo_mask = memo_size - 1;
     if (!l.memo) {
         PyErr_NoMemory();
         goto done;
     }
     for (size_t k = 0; k < memo_size; k++) l.memo[k] = (GrowMemo){FREE_ENTRY, 0, NO_GROUP, 0, 0, 0};
 
-    uint8_t *final = PyMem_Calloc(n, 1);
-    if (!final) {
+    size_t final_count = (size_t)PyList_GET_SIZE(finals);
+    uint32_t *final_states = PyMem_RawMalloc(final_count * 4 + 4);
+    if (!final_states) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(finals); i++) { /* ascending, as the caller sorted them */
-        uint32_t r;
-        if (state_of(PyList_GET_ITEM(finals, i), n, &r) || open_state(&l, r, 0)) {
-            PyMem_Free(final);
+    for (size_t i = 0; i < final_count; i++) /* ascending, as the caller sorted them */
+        if (state_of(PyList_GET_ITEM(finals, (Py_ssize_t)i), n, &final_states[i])) {
+            PyMem_RawFree(final_states);
             goto done;
         }
-        final[r] = 1;
-    }
-    for (uint32_t r = 0; r < n; r++) /* a chunk may end at r, and the text with it */
-        if (l.cut[r] >= 0 && final[l.cut[r]] && !l.open[r] && open_state(&l, r, 0)) {
-            PyMem_Free(final);
-            goto done;
-        }
-    PyMem_Free(final);
-    for (uint32_t r = 0; r < n; r++) { /* the arcs into states not open wait for their tokens' checks */
-        if (l.open[r]) continue;
-        for (uint32_t k = l.pred_start[r]; k < l.pred_start[r + 1]; k++) {
-            uint32_t p = l.pred[k], g = l.pair_group[p], q = l.pair_q[p];
-            const uint32_t *tokens = l.group_token + l.group_start[g];
-            uint32_t count = l.group_start[g + 1] - l.group_start[g];
-            for (uint32_t i = 0; i < count; i++)
-                if (!has_bit(good_bits(&l, q), tokens[i])) {
-                    l.pending[p] = (Pending){(uint32_t *)tokens, count, 0, 1};
-                    break;
-                }
-        }
-    }
-    size_t rounds = 0;
-    while (l.queue_length) {
-        uint32_t r = l.queue[l.queue_head];
-        l.queue_head = l.queue_head + 1 == n ? 0 : l.queue_head + 1;
-        l.queue_length--;
-        l.queued[r] = 0;
-        if (++rounds % 4096 == 0 && PyErr_CheckSignals()) goto done;
-        if (l.open[r]) continue;
-        for (uint32_t k = l.pred_start[r]; k < l.pred_start[r + 1]; k++) {
-            uint32_t p = l.pred[k];
-            if (l.pending[p].waiting && l.pending[p].count && settle(&l, p, r)) goto done;
-        }
-    }
+    PyThreadState *released = PyEval_SaveThread();
+    int failed = liveness_run(&l, final_states, final_count, &released);
+    PyEval_RestoreThread(released);
+    PyMem_RawFree(final_states);
+    if (failed) goto done;
     PyObject *good = liveness_good(&l), *filed = good ? liveness_filed(&l) : NULL;
     if (filed) result = PyTuple_Pack(3, PyTuple_GET_ITEM(good, 0), PyTuple_GET_ITEM(good, 1), filed);
     Py_XDECREF(good), Py_XDECREF(filed);
 done:
+    if (!result) liveness_raise(&l);
     liveness_free(&l);
     if (collecting) PyGC_Enable();
     return result;

@@ -226,7 +226,6 @@ static int rows_pack_packed(const PackedRows *p, const int32_t *map, Py_ssize_t 
     rows->target = malloc((total + 1) * sizeof(int32_t));
     if (!rows->row_of || !rows->start || !rows->size || !rows->symbol || !rows->target) {
         rows_free(rows);
-        PyErr_NoMemory();
         return -1;
     }
     memcpy(rows->row_of, p->row_of, (size_t)p->states * sizeof(int32_t));
@@ -248,7 +247,14 @@ static int rows_pack_packed(const PackedRows *p, const int32_t *map, Py_ssize_t 
 
 static int rows_pack(PyObject *list, const int32_t *map, Py_ssize_t map_length, Rows *rows, int keys) {
     memset(rows, 0, sizeof *rows);
-    if (PyObject_TypeCheck(list, &PackedRowsType) && !keys) return rows_pack_packed((PackedRows *)list, map, map_length, rows);
+    if (PyObject_TypeCheck(list, &PackedRowsType) && !keys) { /* C arrays, copied without the GIL */
+        int failed;
+        Py_BEGIN_ALLOW_THREADS
+        failed = rows_pack_packed((PackedRows *)list, map, map_length, rows);
+        Py_END_ALLOW_THREADS
+        if (failed) PyErr_NoMemory();
+        return failed;
+    }
     if (!PyList_Check(list)) {
         PyErr_SetString(PyExc_TypeError, "the transitions must be a list of dicts");
         return -1;
@@ -695,7 +701,8 @@ static int lookup_wide_rows(Lookup *l) {
     return 0;
 }
 
-static const int32_t *lookup_sorted_symbol;
+/* qsort has no context argument, and lookups are made without the GIL: one per thread */
+static _Thread_local const int32_t *lookup_sorted_symbol;
 
 static int arc_by_symbol(const void *a, const void *b) {
     int32_t x = lookup_sorted_symbol[*(const int32_t *)a], y = lookup_sorted_symbol[*(const int32_t *)b];
@@ -1144,7 +1151,11 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
     long long *arcs_of = malloc(((size_t)n + 1) * sizeof(long long)); /* per walked state, its arcs before keep */
     PyObject *out = NULL, *result = NULL;
-    if (lookup_init(&lookup, &rows, w->symbols, 0) || row_memo_init(&memo, n) || !target_object || !group_of ||
+    int unready;
+    Py_BEGIN_ALLOW_THREADS
+    unready = lookup_init(&lookup, &rows, w->symbols, 0); /* (C memory only: zeroed pages, the rows' arcs) */
+    Py_END_ALLOW_THREADS
+    if (unready || row_memo_init(&memo, n) || !target_object || !group_of ||
         !state_of_row || !pair_from || !pair_to || !arcs_of) {
         PyErr_NoMemory();
         goto done;
@@ -1465,7 +1476,11 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     }
     t.symbols = w->symbols > 0 ? w->symbols : 1;
     source = malloc(((size_t)n + 1) * 4), target = malloc(((size_t)n + 1) * 4);
-    if (lookup_init(&lookup, &rows, w->symbols, 0) || !source || !target || transforms_rehash(&t)) {
+    int unready;
+    Py_BEGIN_ALLOW_THREADS
+    unready = lookup_init(&lookup, &rows, w->symbols, 0); /* (C memory only, as in walk) */
+    Py_END_ALLOW_THREADS
+    if (unready || !source || !target || transforms_rehash(&t)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1495,6 +1510,10 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     chain = malloc(((size_t)(subtrees ? subtrees->max_height : 0) + 1) * 4);
     if (!tid_of || !chain) goto nomemory;
     tid_of[0] = 0;
+    /* The walk and the bucketing read and write C memory only (the rows were packed, the walker's subtrees
+     * built above, under the GIL), so they run without it: another thread may decode meanwhile. */
+    enum { WALKED, WALK_OUT_OF_MEMORY, WALK_PAST_LIMIT, WALK_SPELLED_TWICE } walk = WALKED;
+    Py_BEGIN_ALLOW_THREADS
     for (int32_t node = 0, end = w->subtree_end[0]; node < end; node++) {
         int32_t id = tid_of[node];
         if (id < 0) {
@@ -1504,12 +1523,14 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
         if (subtrees && subtrees->index_of[node] >= 0) {
             int filed = file_subtree(&t, &lookup, &uniform, subtrees, subtrees->index_of[node], id, source, target, chain,
                                      &found, &arcs);
-            if (filed < 0) goto nomemory;
+            if (filed < 0) {
+                walk = WALK_OUT_OF_MEMORY;
+                goto walked;
+            }
             if (filed) {
                 if (max_arcs >= 0 && arcs > max_arcs) {
-                    result = Py_None;
-                    Py_INCREF(result);
-                    goto done;
+                    walk = WALK_PAST_LIMIT;
+                    goto walked;
                 }
                 node = w->subtree_end[node] - 1;
                 continue;
@@ -1520,25 +1541,33 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
             int32_t next = memo[w->edge_symbol[e]], child = w->edge_child[e];
             if (next == -2) {
                 next = transforms_step(&t, &lookup, id, w->edge_symbol[e], source, target);
-                if (next == -3) goto nomemory;
+                if (next == -3) {
+                    walk = WALK_OUT_OF_MEMORY;
+                    goto walked;
+                }
                 memo = t.next + (size_t)id * (size_t)t.symbols;
             }
             if (child) tid_of[child] = next;
             if (next < 0) continue;
             int32_t token = w->edge_token[e];
             if (token >= 0) {
-                if (ints_push(&found, next) || ints_push(&found, token)) goto nomemory;
+                if (ints_push(&found, next) || ints_push(&found, token)) {
+                    walk = WALK_OUT_OF_MEMORY;
+                    goto walked;
+                }
                 arcs += t.items[next].size;
             } else if (token < -1) {
                 int32_t end = -2 - token;
                 for (int32_t k = w->end_start[end]; k < w->end_start[end + 1]; k++)
-                    if (ints_push(&found, next) || ints_push(&found, w->end_token[k])) goto nomemory;
+                    if (ints_push(&found, next) || ints_push(&found, w->end_token[k])) {
+                        walk = WALK_OUT_OF_MEMORY;
+                        goto walked;
+                    }
                 arcs += (long long)t.items[next].size * (w->end_start[end + 1] - w->end_start[end]);
             }
             if (max_arcs >= 0 && arcs > max_arcs) {
-                result = Py_None;
-                Py_INCREF(result);
-                goto done;
+                walk = WALK_PAST_LIMIT;
+                goto walked;
             }
         }
     }
@@ -1552,14 +1581,17 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     tokens = malloc((found.length / 2 + 1) * 4);
     transform_of = malloc(((size_t)w->max_token + 1) * 4);
     filed_bits = calloc(words + 1, 8);
-    if (!count || !start || !tokens || !transform_of || !filed_bits) goto nomemory;
+    if (!count || !start || !tokens || !transform_of || !filed_bits) {
+        walk = WALK_OUT_OF_MEMORY;
+        goto walked;
+    }
     for (size_t k = 0; k < found.length; k += 2) {
         int32_t id = found.data[k], token = found.data[k + 1];
         if (keep && !keep[token]) continue;
         uint64_t bit = (uint64_t)1 << (token & 63);
         if (filed_bits[token >> 6] & bit) { /* only tables that lie file a token twice */
-            PyErr_SetString(PyExc_ValueError, "walk_transforms: the trie spells a token twice");
-            goto done;
+            walk = WALK_SPELLED_TWICE;
+            goto walked;
         }
         filed_bits[token >> 6] |= bit;
         transform_of[token] = id;
@@ -1570,9 +1602,24 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     for (size_t word = 0; word < words; word++)
         for (uint64_t bits = filed_bits[word]; bits; bits &= bits - 1) {
             int32_t token = (int32_t)(word * 64 + (size_t)__builtin_ctzll(bits)), id = transform_of[token];
-            if (!count[id] && (ints_push(&order, token) || ints_push(&order, id))) goto nomemory;
+            if (!count[id] && (ints_push(&order, token) || ints_push(&order, id))) {
+                walk = WALK_OUT_OF_MEMORY;
+                goto walked;
+            }
             tokens[start[id] + count[id]++] = token;
         }
+walked:
+    Py_END_ALLOW_THREADS
+    if (walk == WALK_OUT_OF_MEMORY) goto nomemory;
+    if (walk == WALK_PAST_LIMIT) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    if (walk == WALK_SPELLED_TWICE) {
+        PyErr_SetString(PyExc_ValueError, "walk_transforms: the trie spells a token twice");
+        goto done;
+    }
     state_object = calloc((size_t)n + 1, sizeof(PyObject *));
     if (!state_object || !(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
     for (Py_ssize_t q = 0; q < n; q++)
@@ -2369,8 +2416,12 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
         int merged = value ? 0 : -1;
         for (size_t e = 0; !merged && e < rows.arcs; e++)
             if (!as_small_int(rows.key[e], &value[e])) value[e] = 1LL << 40; /* (never: rows_pack kept ints) */
-        if (!merged) merged = chunk_merge_mid(&arc_start, &arc_from, &arc_target, &finals, &new_id, &states, &kept,
-                                              &product_start, height, value);
+        if (!merged) {
+            Py_BEGIN_ALLOW_THREADS /* the merge and the rows' grouping below read and write C memory only */
+            merged = chunk_merge_mid(&arc_start, &arc_from, &arc_target, &finals, &new_id, &states, &kept,
+                                     &product_start, height, value);
+            Py_END_ALLOW_THREADS
+        }
         free(value);
         if (merged) {
             PyErr_NoMemory();
@@ -2411,15 +2462,17 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
     {
         ProductRows shared = {.arc_start = arc_start.data, .arc_from = arc_from.data, .arc_target = arc_target.data,
                               .new_id = new_id};
-        if (product_rows_init(&shared, &rows, kept)) {
+        int32_t *row_of_kept = NULL;
+        Py_ssize_t distinct = 0;
+        size_t arcs = 0;
+        if (product_rows_init(&shared, &rows, kept)) { /* (reads the symbols' int objects: under the GIL) */
             PyErr_NoMemory();
             goto done;
         }
+        Py_BEGIN_ALLOW_THREADS
         /* States with equal rows (a third are distinct in JSON Schemas' chunked patterns) share one row:
          * counted first, then written */
-        int32_t *row_of_kept = malloc(((size_t)kept + 1) * sizeof(int32_t));
-        Py_ssize_t distinct = 0;
-        size_t arcs = 0;
+        row_of_kept = malloc(((size_t)kept + 1) * sizeof(int32_t));
         for (Py_ssize_t s = 0; row_of_kept && s < states; s++) {
             if (new_id[s] < 0) continue;
             int32_t same = product_rows_find(&shared, (int32_t)s);
@@ -2430,6 +2483,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             row_of_kept[new_id[s]] = (int32_t)distinct++;
             for (int32_t a = arc_start.data[s]; a < arc_start.data[s + 1]; a++) arcs += new_id[arc_target.data[a]] >= 0;
         }
+        Py_END_ALLOW_THREADS
         out_rows = row_of_kept ? packed_rows_new(kept, distinct, arcs, boundary) : NULL;
         if (!out_rows) {
             if (!row_of_kept) PyErr_NoMemory();
@@ -2437,6 +2491,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
             product_rows_free(&shared);
             goto done;
         }
+        Py_BEGIN_ALLOW_THREADS /* (out_rows is this call's own until it returns) */
         memcpy(out_rows->row_of, row_of_kept, (size_t)kept * sizeof(int32_t));
         free(row_of_kept);
         size_t e = 0;
@@ -2453,6 +2508,7 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
         }
         out_rows->start[distinct] = e;
         product_rows_free(&shared);
+        Py_END_ALLOW_THREADS
     }
     out_finals = PyList_New(0);
     if (!out_finals) goto fail;
