@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/bench_json_schema.py SAMPLE_DIR [--sample N --seed S] [--vocab gpt2|cl100k]
        [--no-peers] [--timeout SECONDS] [--max-depth D] [--text-only] [--closed-objects] [--show-rejected]
-       [--member-order schema|any] [--times FILE]
+       [--member-order schema|any] [--cut values-1|scalar-values|outermost|outermost-scalar-values] [--times FILE]
 
 SAMPLE_DIR holds JSONSchemaBench MaskBench files (github guidance-ai/jsonschemabench,
 ``maskbench/data``: ``{"schema": ..., "tests": [{"data": ..., "valid": bool}, ...]}``);
@@ -32,6 +32,13 @@ be given.  Per schema, in one process, one schema after another:
 ``--member-order any`` translates with ``member_order="any"`` (objects with
 at most one required member in any order): the sample's valid documents list
 their members in their own orders, so this is the form that checks them.
+
+``--cut CUT`` translates and promotes every schema with that cut of its open
+objects (``open_objects=CUT``, :data:`bpefst.regex.json_schema.OPENNESS`)
+instead of promote's default (open where the limits allow, else the first cut
+that fits): a schema too large even so is refused.  It measures what a cut
+buys in set-up and costs in valid documents (``--cut values-1``: extra
+members' unconstrained values nest one level deep).
 
 Peak RSS of the process is printed at the end (the memory acceptance: the
 whole sample promoted one schema after another; with the peers it holds
@@ -66,7 +73,7 @@ from bpefst.errors import BpefstError  # noqa: E402
 from bpefst.promotion.parts import DEFAULT_PARTS  # noqa: E402
 from bpefst.promotion.token_language import TokenLanguage, default_stop_ids  # noqa: E402
 from bpefst.regex import ByteAlphabet, alphabet_for, compile_regex  # noqa: E402
-from bpefst.regex.json_schema import SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex  # noqa: E402
+from bpefst.regex.json_schema import OPENNESS, SchemaError, SchemaWarning, schema_to_dfa, schema_to_regex  # noqa: E402
 from bpefst.regex.json_schema_words import VOCABULARY  # noqa: E402
 
 MAX_STATES = 1_000_000
@@ -143,7 +150,7 @@ def refusal_keyword(exc: SchemaError) -> str:
 
 
 class Ours:
-    def __init__(self, model, timeout: float, max_depth: int, text_only: bool = False, open_objects: bool = True,
+    def __init__(self, model, timeout: float, max_depth: int, text_only: bool = False, open_objects: bool | str = True,
                  via_text: bool = False, member_order: str = "schema"):
         self.model, self.timeout, self.max_depth = model, timeout, max_depth
         self.open_objects, self.via_text, self.member_order = open_objects, via_text, member_order
@@ -171,7 +178,7 @@ class Ours:
         started = time.perf_counter()
         if schema is not None:  # the user's route: promote(...).guide()
             guided = self.bpefst.promote(self.tokenizer, json_schema=schema, max_depth=self.max_depth,  # open where it fits
-                                          open_objects=None if self.open_objects else False,
+                                          open_objects=None if self.open_objects is True else self.open_objects,
                                           member_order=self.member_order).guide()
         else:  # the translated DFA as one language, its guide (what promote(json_schema=...) builds)
             guided = TokenLanguage(dfa, self.model, "canonical", self.model.pattern is not None).guide(stop_ids=self.stops)
@@ -196,7 +203,7 @@ class Ours:
 
 
 def run(files, label: str, timeout: float, max_depth: int, peers: bool, text_only: bool, user_path: bool = False,
-        open_objects: bool = True, via_text: bool = False, show_rejected: bool = False, member_order: str = "schema",
+        open_objects: bool | str = True, via_text: bool = False, show_rejected: bool = False, member_order: str = "schema",
         times: Path | None = None) -> None:
     import bpefst
 
@@ -400,11 +407,15 @@ def main() -> None:
                         help="objects with properties but no additionalProperties take their listed members only")
     parser.add_argument("--member-order", choices=("schema", "any"), default="schema",
                         help="schema_to_dfa's member_order (the user path: bpefst.promote's)")
+    parser.add_argument("--cut", choices=list(OPENNESS),
+                        help="every schema with this cut of its open objects (open_objects=CUT), not promote's fallback")
     parser.add_argument("--via-text", action="store_true", help="translate through the pattern text and compile_regex")
     parser.add_argument("--show-rejected", action="store_true", help="print each valid instance refused, with its schema")
     parser.add_argument("--times", type=Path, metavar="FILE",
                         help="write one JSON line per schema and vocabulary: name, translation and set-up seconds, outcome")
     args = parser.parse_args()
+    if args.cut and (args.closed_objects or args.via_text):
+        parser.error("--cut takes neither --closed-objects nor --via-text (the pattern text has no cuts)")
     missing = [name for name in ("llguidance", "outlines_core") if importlib.util.find_spec(name) is None]
     if missing and not args.no_peers:
         parser.error(f"the peers need {' and '.join(missing)}: pip install -e '.[bench]', or pass --no-peers")
@@ -414,7 +425,7 @@ def main() -> None:
     print(f"{len(files)} schemas from {args.sample_dir} (sample {args.sample}, seed {args.seed}); pid {os.getpid()}")
     for label in args.vocab or ["gpt2"]:
         run(files, label, args.timeout, args.max_depth, not args.no_peers, args.text_only, args.user_path,
-            not args.closed_objects, args.via_text, args.show_rejected, args.member_order, args.times)
+            args.cut or not args.closed_objects, args.via_text, args.show_rejected, args.member_order, args.times)
 
 
 if __name__ == "__main__":
