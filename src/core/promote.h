@@ -751,6 +751,15 @@ static int lookup_init(Lookup *l, const Rows *rows, int32_t symbols, int rows_by
     return 0;
 }
 
+/* lookup_init without the GIL (it reads the packed rows and writes C memory only), for the walks' callers. */
+static int lookup_init_released(Lookup *l, const Rows *rows, int32_t symbols) {
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = lookup_init(l, rows, symbols, 0);
+    Py_END_ALLOW_THREADS
+    return failed;
+}
+
 /* lookup_init for walks from a few states (state_walk.h): the dense table's pages are mapped zeroed and each
  * row's cells written when the row is first looked up, so its cost is that of the rows the walks reach (a
  * JSON Schema's chunked pattern of 32k states: 9.5 ms of page faults and writes up front for a first mask
@@ -1151,11 +1160,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
     long long *arcs_of = malloc(((size_t)n + 1) * sizeof(long long)); /* per walked state, its arcs before keep */
     PyObject *out = NULL, *result = NULL;
-    int unready;
-    Py_BEGIN_ALLOW_THREADS
-    unready = lookup_init(&lookup, &rows, w->symbols, 0); /* (C memory only: zeroed pages, the rows' arcs) */
-    Py_END_ALLOW_THREADS
-    if (unready || row_memo_init(&memo, n) || !target_object || !group_of ||
+    if (lookup_init_released(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || !target_object || !group_of ||
         !state_of_row || !pair_from || !pair_to || !arcs_of) {
         PyErr_NoMemory();
         goto done;
@@ -1476,11 +1481,7 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     }
     t.symbols = w->symbols > 0 ? w->symbols : 1;
     source = malloc(((size_t)n + 1) * 4), target = malloc(((size_t)n + 1) * 4);
-    int unready;
-    Py_BEGIN_ALLOW_THREADS
-    unready = lookup_init(&lookup, &rows, w->symbols, 0); /* (C memory only, as in walk) */
-    Py_END_ALLOW_THREADS
-    if (unready || !source || !target || transforms_rehash(&t)) {
+    if (lookup_init_released(&lookup, &rows, w->symbols) || !source || !target || transforms_rehash(&t)) {
         PyErr_NoMemory();
         goto done;
     }
