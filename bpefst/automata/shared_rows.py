@@ -21,11 +21,17 @@ of configurations; the overrides hold the symbols that more than one part
 reads. The arcs of a state cost nothing until a caller asks for them.
 Excluded symbols may be any read-only set; one with a ``count_in(row)``
 method (a bitset) is counted without being listed.
+
+A compiled build (the canonical subsets of promotion on ``bpefst._core``)
+keeps its states as arrays: :meth:`SharedRowDFA.from_core` reads them as the
+same lists, each item made when it is read, and lets the core answer
+:meth:`~SharedRowDFA.step`, :meth:`~SharedRowDFA.row` and the arc counts.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence as SequenceABC
+from typing import Callable, Sequence
 
 from .dfa import DFA
 
@@ -50,6 +56,22 @@ class SharedRowDFA:
         self.start = start
         self.finals = finals
         self.dead = list(dead) if dead is not None else [False] * len(parts)
+        self._core = None
+
+    @classmethod
+    def from_core(cls, core) -> "SharedRowDFA":
+        """The states a compiled build made (``bpefst._core.SharedSubsets``: ``parts_of(s)``,
+        ``overrides_of(s)``, ``shared_row(q)``, ``final_states()``, ``dead_flags()``, and ``step``, ``row``,
+        ``arc_count``, ``arc_total``), start 0."""
+        automaton = cls.__new__(cls)
+        states = len(core)
+        automaton.shared = _Items(core.shared_row, core.lattice_states())
+        automaton.parts = _Items(core.parts_of, states)
+        automaton.overrides = _Items(core.overrides_of, states)
+        automaton.start, automaton.finals = 0, frozenset(core.final_states())
+        automaton.dead = list(map(bool, core.dead_flags()))
+        automaton._core = core
+        return automaton
 
     @property
     def num_states(self) -> int:
@@ -58,10 +80,14 @@ class SharedRowDFA:
 
     @property
     def num_arcs(self) -> int:
+        if self._core is not None:
+            return self._core.arc_total()
         return sum(map(self.arc_count, range(len(self.parts))))
 
     def arc_count(self, state: int) -> int:
         """The number of arcs of ``state``, without writing its row out."""
+        if self._core is not None:
+            return self._core.arc_count(state)
         parts = self.parts[state]
         if len({q for q, _ in parts}) < len(parts):  # two parts over one row: count the union
             return len(self.row(state))
@@ -75,6 +101,8 @@ class SharedRowDFA:
         return total
 
     def step(self, state: int, symbol: int) -> int | None:
+        if self._core is not None:
+            return self._core.step(state, symbol)
         over = self.overrides[state]
         if over is not None and symbol in over:
             return over[symbol]
@@ -99,6 +127,8 @@ class SharedRowDFA:
 
     def row(self, state: int) -> dict[int, int]:
         """The arcs of ``state`` written out: ``symbol -> target``."""
+        if self._core is not None:
+            return self._core.row(state)
         parts = self.parts[state]
         if len(parts) == 1:
             q, excluded = parts[0]
@@ -122,3 +152,22 @@ class SharedRowDFA:
     def to_dfa(self) -> DFA:
         """The same automaton with every row written out (dead states stay, empty)."""
         return DFA([self.row(s) for s in range(len(self.parts))], self.start, self.finals, check=False)
+
+
+class _Items(SequenceABC):
+    """A read-only list whose items are made by ``item(k)`` when read (a compiled build's states)."""
+
+    def __init__(self, item: Callable[[int], object], length: int):
+        self._item, self._length = item, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._length))]
+        if k < 0:
+            k += self._length
+        if not 0 <= k < self._length:
+            raise IndexError("state out of range")
+        return self._item(k)

@@ -60,6 +60,7 @@ class CanonicalAutomaton:
         self.reachable = forest.reachable
         self.stats: dict[str, object] = {}
         self._pair_checker = None
+        self._banned_index = None
 
     @cached_property
     def reachable_flags(self) -> bytes:
@@ -75,6 +76,17 @@ class CanonicalAutomaton:
         if self._pair_checker is None and native.core is not None and self.forest.size <= native.CORE_MAX_ID:
             self._pair_checker = native.pair_checker(self.forest)
         return self._pair_checker
+
+    def banned_index(self):
+        """The compiled index of single banned sets over this forest (``bpefst._core.BannedIndex``, the
+        twin of :class:`~.banned.SingleBanned`), built on first use; None without the compiled core or for a
+        forest past its id range.  Decoding masks of the implicit encoding read it, and promotion's shared
+        rows read BANNED(t) restricted to a lattice's tokens off it, whichever the encoding."""
+        from .. import native
+
+        if self._banned_index is None and native.core is not None and self.forest.size <= native.CORE_MAX_ID:
+            self._banned_index = native.banned_index(self.forest)
+        return self._banned_index
 
     # -- the automaton ------------------------------------------------------------------
 
@@ -222,9 +234,7 @@ class ImplicitCanonical(CanonicalAutomaton):
         return mask
 
     def _build_index(self):
-        from .. import native
-
-        return native.banned_index(self.forest) if self._compiled else SingleBanned(self.forest)
+        return self.banned_index() if self._compiled else SingleBanned(self.forest)
 
     def allowed(self, u: int, v: int) -> bool:
         reachable = self.reachable

@@ -90,6 +90,7 @@ class TokenizerParts:
             trie.steps(), trie.chains(), trie.subtrees(), trie.native_walker()
             automaton.banned_mask(0)  # builds the index of one token's banned set that decoding steps read
             automaton.pair_checker()  # and the pair test the liveness solve reads
+            automaton.banned_index()  # and the index the shared rows read banned sets off
         return cls(trie, automaton)
 
     # -- on disk ---------------------------------------------------------------------------------------------
@@ -159,6 +160,7 @@ class TokenizerParts:
         automaton = ExplicitCanonical.from_tables(forest, stored["explicit"]) if encoding == "explicit" else ImplicitCanonical(forest)
         automaton.banned_mask(0)  # warm, as build() leaves it
         automaton.pair_checker()
+        automaton.banned_index()
         return cls(trie, automaton)
 
 

@@ -509,11 +509,26 @@ def shared_canonical_subsets(product, max_states: int | None = None, max_arcs: i
     successors (an override).  Nothing is copied per state, so automata with
     hundreds of millions of arcs (e-mail or JSON patterns over cl100k) take
     time in proportion to their states and the lattice, not their arcs.
+
+    On the compiled core (:func:`_subsets_natively`) the same states come out
+    numbered alike; :func:`_subsets_in_python` is its pure twin.
+    """
+    if product.start is None:  # no canonical sequence spells a match
+        return SharedRowDFA([{} for _ in product.cut], [()], [None], 0, frozenset(), [True])
+    compiled = _subsets_natively(product, max_states, max_arcs)
+    return compiled if compiled is not None else _subsets_in_python(product, max_states, max_arcs)
+
+
+def _subsets_in_python(product, max_states: int | None = None, max_arcs: int | None = None) -> SharedRowDFA:
+    """:func:`shared_canonical_subsets` in Python, for a product whose start is not None.
+
+    Its order is the specification the compiled twin follows step for step:
+    states in the order numbered, a state's configurations sorted (by ``q``,
+    then the banned bitset as an int), a row's tokens in the lattice's order,
+    pending and overridden tokens ascending.
     """
     automaton, cut, lattice_finals = product.automaton, product.cut, product.finals_q
     lattice = [product.lattice_row(q) for q in range(len(cut))]
-    if product.start is None:  # no canonical sequence spells a match
-        return SharedRowDFA([{} for _ in lattice], [()], [None], 0, frozenset(), [True])
     space = _BanSpace(lattice, automaton)
     within, token_class = space.within, space.token_class
 
@@ -523,7 +538,7 @@ def shared_canonical_subsets(product, max_states: int | None = None, max_arcs: i
         after = cut[r]
         return ((r, banned),) if after is None else ((r, banned), (after, 0))
 
-    number = Numbering("pre-tokenized canonical promotion", max_states)
+    number = Numbering(SUBSETS, max_states)
     queue: list[frozenset] = number.keys
     arc_target: dict[int, int] = {}  # class of t * len(lattice) + r -> the subset after -t-> r
     width = len(lattice)
@@ -556,7 +571,7 @@ def shared_canonical_subsets(product, max_states: int | None = None, max_arcs: i
             now = pending[q] & ~banned
             if now:
                 row = lattice[q]
-                for t in space.tokens(now):
+                for t in sorted(space.tokens(now)):
                     done[t] = target(t, row[t])
                 pending[q] &= banned
 
@@ -565,7 +580,7 @@ def shared_canonical_subsets(product, max_states: int | None = None, max_arcs: i
     def overrides(parts: tuple) -> dict[int, int | None] | None:
         """Tokens that several configurations read -> the union of their successors."""
         over: dict[int, int | None] = {}
-        for t in shared_tokens(frozenset(q for q, _ in parts)):
+        for t in sorted(shared_tokens(frozenset(q for q, _ in parts))):
             targets = set()
             readers = 0
             bit = space.bit(t)
@@ -584,18 +599,39 @@ def shared_canonical_subsets(product, max_states: int | None = None, max_arcs: i
     banned_tokens = space.tokens_of
     at_least = 0  # arcs the states so far will write, at least
     for subset in queue:  # grows while we iterate
-        parts = tuple(subset)
+        parts = tuple(sorted(subset))
         for q, banned in parts:
             resolve(q, banned)
         if max_arcs is not None:
             at_least += max(len(lattice[q]) - banned.bit_count() for q, banned in parts)
             if at_least > max_arcs:
-                raise ArcLimitExceeded("the canonical automaton", max_arcs)
+                raise ArcLimitExceeded(CANONICAL_AUTOMATON, max_arcs)
         parts_of.append(tuple((q, banned_tokens(banned)) for q, banned in parts))
         overrides_of.append(overrides(parts) if len(parts) > 1 else None)
     finals = frozenset(k for k, subset in enumerate(queue) if any(q in lattice_finals for q, _ in subset))
     shared = [row if row is not None else {} for row in resolved]
     return _trimmed(SharedRowDFA(shared, parts_of, overrides_of, 0, finals))
+
+
+SUBSETS, CANONICAL_AUTOMATON = "pre-tokenized canonical promotion", "the canonical automaton"
+_LIMIT = 1 << 62  # (the core's limits are 64-bit)
+
+
+def _subsets_natively(product, max_states: int | None, max_arcs: int | None) -> SharedRowDFA | None:
+    """:func:`shared_canonical_subsets` on the compiled core (``bpefst._core.canonical_subsets``, the same
+    states numbered alike), reading the lattice as liveness filed it and BANNED(t) off the tokenizer's
+    ``BannedIndex``; None where the core does not run."""
+    index = product.automaton.banned_index()
+    if index is None:
+        return None
+    found = native.core.canonical_subsets(index, product.filed, product.cut, sorted(product.finals_q), product.start_q,
+                                          -1 if max_states is None else min(max(max_states, 0), _LIMIT),
+                                          -1 if max_arcs is None else min(max(max_arcs, 0), _LIMIT))
+    if found is None:
+        raise StateLimitExceeded(SUBSETS, max_states)
+    if found is False:
+        raise ArcLimitExceeded(CANONICAL_AUTOMATON, max_arcs)
+    return SharedRowDFA.from_core(found)
 
 
 class _SharedTokens:

@@ -17,7 +17,7 @@
 typedef struct {
     PyObject_HEAD
     uint32_t size;
-    int32_t *rank, *right;
+    int32_t *rank, *left, *right;
     uint32_t *follower_start, *follower, *follower_bound; /* per y: followers, their bounds descending */
     uint32_t *merge_start, *merge_rank, *merge_right;     /* per x: merges (m, y), m ascending */
 } BannedIndex;
@@ -42,9 +42,9 @@ static void bucket(SpineEntry *entries, size_t count, uint32_t size, uint32_t *s
 }
 
 static void banned_index_free(BannedIndex *b) {
-    PyMem_Free(b->rank), PyMem_Free(b->right), PyMem_Free(b->follower_start), PyMem_Free(b->merge_start);
+    PyMem_Free(b->rank), PyMem_Free(b->left), PyMem_Free(b->right), PyMem_Free(b->follower_start), PyMem_Free(b->merge_start);
     PyMem_Free(b->follower), PyMem_Free(b->follower_bound), PyMem_Free(b->merge_rank), PyMem_Free(b->merge_right);
-    b->rank = b->right = NULL;
+    b->rank = b->left = b->right = NULL;
     b->follower_start = b->follower = b->follower_bound = b->merge_start = b->merge_rank = b->merge_right = NULL;
 }
 
@@ -85,16 +85,16 @@ static int BannedIndex_init(BannedIndex *b, PyObject *args, PyObject *kwargs) {
         if (live[v])
             for (int32_t y = (int32_t)v; y >= 0; y = left_of[y]) spine_entries++;
     entries = PyMem_Malloc((spine_entries > count ? spine_entries : count) * sizeof(SpineEntry) + sizeof(SpineEntry));
-    b->rank = PyMem_Malloc(n * 4), b->right = PyMem_Malloc(n * 4);
+    b->rank = PyMem_Malloc(n * 4), b->left = PyMem_Malloc(n * 4), b->right = PyMem_Malloc(n * 4);
     b->follower_start = PyMem_Malloc((n + 1) * 4), b->merge_start = PyMem_Malloc((n + 1) * 4);
     b->follower = PyMem_Malloc(spine_entries * 4 + 4), b->follower_bound = PyMem_Malloc(spine_entries * 4 + 4);
     b->merge_rank = PyMem_Malloc(count * 4 + 4), b->merge_right = PyMem_Malloc(count * 4 + 4);
-    if (!entries || !b->rank || !b->right || !b->follower_start || !b->merge_start || !b->follower ||
+    if (!entries || !b->rank || !b->left || !b->right || !b->follower_start || !b->merge_start || !b->follower ||
         !b->follower_bound || !b->merge_rank || !b->merge_right) {
         PyErr_NoMemory();
         goto done;
     }
-    memcpy(b->rank, rank_of, n * 4), memcpy(b->right, right_of, n * 4);
+    memcpy(b->rank, rank_of, n * 4), memcpy(b->left, left_of, n * 4), memcpy(b->right, right_of, n * 4);
     b->size = (uint32_t)n;
     /* followers: (y, bound, v) for every node y of v's left spine; sorted by bound descending (tag = ~bound) */
     size_t k = 0;

@@ -44,6 +44,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include <structmember.h>
 #include "guide.h"
 #include "minimal_dfa.h"
+#include "subsets.h"
 
 typedef struct {
     uint32_t *ids;
@@ -821,6 +822,8 @@ static PyMethodDef module_methods[] = {
     {"minimal_dfa", minimal_dfa_method, METH_VARARGS,
      "minimal_dfa(arcs, eps, start, finals, symbol_map, max_states) -> (rows, finals) of the minimal DFA, start 0, "
      "numbered canonically; None past max_states (< 0: no limit) (regex compiler)."},
+    {"canonical_subsets", canonical_subsets, METH_VARARGS,
+     "canonical_subsets(index, filed, cut, finals, start, max_states, max_arcs, key_grid=256 MB) -> the shared-row canonical subsets (promotion)."},
     {"solve_liveness", solve_liveness, METH_VARARGS,
      "solve_liveness(checker, n, finals, cut, groups) -> (numbers, table, filed): good[q] packed and filed, of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},
@@ -833,7 +836,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__core(void) {
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0 ||
         PyType_Ready(&TrieWalkerType) < 0 || PyType_Ready(&GuideCoreType) < 0 || PyType_Ready(&PackedRowsType) < 0 ||
-        PyType_Ready(&FiledType) < 0 || PyType_Ready(&StateWalkType) < 0)
+        PyType_Ready(&FiledType) < 0 || PyType_Ready(&StateWalkType) < 0 || PyType_Ready(&SharedSubsetsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
