@@ -823,7 +823,7 @@ static PyMethodDef module_methods[] = {
      "minimal_dfa(arcs, eps, start, finals, symbol_map, max_states) -> (rows, finals) of the minimal DFA, start 0, "
      "numbered canonically; None past max_states (< 0: no limit) (regex compiler)."},
     {"canonical_subsets", canonical_subsets, METH_VARARGS,
-     "canonical_subsets(index, filed, cut, finals, start, max_states, max_arcs, key_grid=256 MB) -> the shared-row canonical subsets (promotion)."},
+     "canonical_subsets(index, filed, cut, finals, start, max_states, max_arcs, key_grid=64 MB) -> the shared-row canonical subsets (promotion)."},
     {"solve_liveness", solve_liveness, METH_VARARGS,
      "solve_liveness(checker, n, finals, cut, groups) -> (numbers, table, filed): good[q] packed and filed, of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},

@@ -284,7 +284,7 @@ typedef struct {
     SubsetLattice l;
     uint32_t words;
     /* classes: BANNED(t) ∩ T, one per distinct set */
-    uint32_t classes, *class_of;
+    uint32_t classes, class_capacity, *class_of;
     uint64_t *class_bits;
     size_t class_mapped; /* (zeroed_table's) */
     IdTable class_table;
@@ -382,6 +382,8 @@ static uint64_t set_hash(const SubsetBuild *b, const uint64_t *set) {
     return subsets_mix(sum);
 }
 
+#define CLASS_ROWS ((size_t)64 << 20) /* bytes of class sets made room for at first */
+
 /* The class of the set in `set`, whose hash is `hash` (new when no class has it). */
 static int64_t class_intern(SubsetBuild *b, const uint64_t *set, uint64_t hash) {
     IDTABLE_PROBE(&b->class_table, hash, slot) {
@@ -389,9 +391,17 @@ static int64_t class_intern(SubsetBuild *b, const uint64_t *set, uint64_t hash) 
         if (b->class_table.slots[slot].hash == hash && !memcmp(class_set(b, (int32_t)c), set, b->words * sizeof(uint64_t)))
             return c;
     }
-    if (!b->class_bits) { /* room for a class per token, on huge pages: only those written are touched */
-        b->class_bits = zeroed_table(((size_t)b->l.tokens + 1) * b->words * sizeof(uint64_t), &b->class_mapped);
-        if (!b->class_bits) return -1;
+    if (b->classes == b->class_capacity) { /* (on huge pages where the system gives them: fresh pages were most of
+                                              * this step's time, a fault per 4 kB) */
+        size_t row = b->words * sizeof(uint64_t), capacity = b->class_capacity ? 2 * (size_t)b->class_capacity : CLASS_ROWS / row;
+        if (capacity > (size_t)b->l.tokens + 1) capacity = (size_t)b->l.tokens + 1; /* (a class per token at most) */
+        if (capacity < 16) capacity = 16;
+        size_t mapped;
+        uint64_t *bits = zeroed_table(capacity * row, &mapped);
+        if (!bits) return -1;
+        if (b->class_bits) memcpy(bits, b->class_bits, b->classes * row);
+        free_table(b->class_bits, b->class_mapped);
+        b->class_bits = bits, b->class_mapped = mapped, b->class_capacity = (uint32_t)capacity;
     }
     uint32_t c = b->classes++;
     memcpy(b->class_bits + (size_t)c * b->words, set, b->words * sizeof(uint64_t));
@@ -1383,12 +1393,12 @@ static PyTypeObject SharedSubsetsType = {
     .tp_methods = SharedSubsets_methods,
 };
 
-/* canonical_subsets(index, filed, cut, finals, start, max_states, max_arcs, key_grid=KEY_GRID_BYTES) -> a
+/* canonical_subsets(index, filed, cut, finals, start, max_states, max_arcs, key_grid=64 MB) -> a
  * SharedSubsets; None past max_states states, False past max_arcs arcs counted as the pure loop counts them
  * (-1: no limit).  index: the tokenizer's BannedIndex; filed, cut, finals, start: the on-demand product's
  * whole liveness; key_grid: the most bytes the table of arcs by target and class may take (beyond, the arcs
  * are kept by hash: slower, for lattices of many states and classes). */
-#define KEY_GRID_BYTES ((Py_ssize_t)256 << 20)
+#define KEY_GRID_BYTES ((Py_ssize_t)64 << 20)
 
 static PyObject *canonical_subsets(PyObject *module, PyObject *args) {
     PyObject *index, *filed, *cut, *finals;
