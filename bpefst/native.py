@@ -3,8 +3,8 @@
 bpefst's hot loops (pre-tokenizing the preset patterns, the chunk cache, BPE
 of a chunk on a miss, the validator's token walk and pair test, merge recovery
 from rank files, promotion's walk of the spelling trie against a pattern, the
-product of a pattern with the pre-tokenizer's chunker and the liveness solve,
-a guide's per-token calls, and the regex compiler's NFA -> minimal DFA step) run in one
+product of a pattern with the pre-tokenizer's chunker, the liveness solve, the
+canonical subsets (the shared rows), a guide's per-token calls, and the regex compiler's NFA -> minimal DFA step) run in one
 compiled extension, ``bpefst._core`` (C, ``src/core``), built by the
 package's own build.  It holds loops, not
 concepts: this module packs the tables it walks from a :class:`BPEModel`

@@ -211,6 +211,11 @@ def _merged_mid_character(dfa: DFA, mid: list[bool]) -> DFA:
 CHUNKED = "the chunked pattern"
 
 
+def _core_limit(limit: int | None) -> int:
+    """A state or arc limit as the core's routines take it: -1 for none, else within 0 .. 2**62 (64-bit)."""
+    return -1 if limit is None else min(max(limit, 0), 1 << 62)
+
+
 def _chunked_natively(pattern: DFA, symbol_map, decoder: list[dict[int, int]] | None, chunker: Chunker,
                       max_states: int | None, max_arcs: int | None = None, walker=None) -> DFA | None:
     """:func:`_chunked_pattern` on the compiled core, the same DFA; None where the core cannot take the symbols
@@ -229,8 +234,7 @@ def _chunked_natively(pattern: DFA, symbol_map, decoder: list[dict[int, int]] | 
     chunk_finals = bytearray(len(chunker.dfa.transitions))
     for c in chunker.dfa.finals:
         chunk_finals[c] = 1
-    limit = -1 if max_states is None else min(max(max_states, 0), 1 << 62)
-    arcs_limit = -1 if max_arcs is None else min(max(max_arcs, 0), 1 << 62)
+    limit, arcs_limit = _core_limit(max_states), _core_limit(max_arcs)
     found = native.core.chunk_product(pattern.transitions, pattern.start, finals, symbol_map, packed_decoder,
                                       packed_chunks, packed_inside, chunker.boundary, chunker.dfa.start, chunk_finals,
                                       BOUNDARY, limit, arcs_limit, walker, LATTICE_PER_CHUNKED_ARC)
@@ -614,7 +618,6 @@ def _subsets_in_python(product, max_states: int | None = None, max_arcs: int | N
 
 
 SUBSETS, CANONICAL_AUTOMATON = "pre-tokenized canonical promotion", "the canonical automaton"
-_LIMIT = 1 << 62  # (the core's limits are 64-bit)
 
 
 def _subsets_natively(product, max_states: int | None, max_arcs: int | None) -> SharedRowDFA | None:
@@ -625,8 +628,7 @@ def _subsets_natively(product, max_states: int | None, max_arcs: int | None) -> 
     if index is None:
         return None
     found = native.core.canonical_subsets(index, product.filed, product.cut, sorted(product.finals_q), product.start_q,
-                                          -1 if max_states is None else min(max(max_states, 0), _LIMIT),
-                                          -1 if max_arcs is None else min(max(max_arcs, 0), _LIMIT))
+                                          _core_limit(max_states), _core_limit(max_arcs))
     if found is None:
         raise StateLimitExceeded(SUBSETS, max_states)
     if found is False:

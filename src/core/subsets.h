@@ -32,7 +32,7 @@
 #include "banned.h"
 #include "validate.h"
 
-enum { SUBSETS_DONE = 0, SUBSETS_NO_MEMORY = -1, SUBSETS_STATE_LIMIT = -2, SUBSETS_ARC_LIMIT = -3 };
+enum { SUBSETS_NO_MEMORY = -1, SUBSETS_STATE_LIMIT = -2, SUBSETS_ARC_LIMIT = -3 };
 
 static uint64_t subsets_mix(uint64_t x) { /* splitmix64's finalizer */
     x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
