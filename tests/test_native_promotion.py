@@ -344,10 +344,17 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     monkeypatch.setattr(agnostic, "_TRANSFORM_WALK_WEIGHT", max(weights))
     wide = [q for q, weight in enumerate(weights) if weight >= max(weights)]
     assert len(transitions) > agnostic._TRANSFORM_WALK_STATES and 0 < len(wide) < len(transitions) / 4
+    both_walks = []  # the limits walk_groups walked the two kinds of states at once under (on two threads)
+    walk_both = agnostic._walk_both_natively
+    monkeypatch.setattr(agnostic, "_walk_both_natively",
+                        lambda walker, rows, heavy, max_arcs, keep: both_walks.append(max_arcs) or
+                        walk_both(walker, rows, heavy, max_arcs, keep))
     compiled = agnostic.walk_groups(chunked, trie, None, keep)
     everything = agnostic._groups_by_walks(transitions, trie)
     assert regroup(compiled) == regroup(agnostic._kept(everything, keep))
     arcs = sum(len(tokens) * len(pairs) for tokens, pairs in everything)
+    assert arcs < sum(weights) and agnostic.walk_groups(chunked, trie, sum(weights), keep) == compiled
+    assert both_walks == [None, sum(weights)]  # (a limit the weights do not bound: one walk after the other)
     with monkeypatch.context() as pure:
         pure.setattr(trie, "native_walker", lambda: None)
         assert agnostic.walk_groups(chunked, trie, None, keep) == compiled
@@ -359,6 +366,7 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     with pytest.raises(ArcLimitExceeded) as refused:
         agnostic.walk_groups(chunked, trie, arcs - 1, keep)
     assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
+    assert both_walks == [None, sum(weights)]
 
 
 def test_equal_token_lists_are_one_group_whatever_state_files_them() -> None:
