@@ -551,6 +551,31 @@ def test_chunked_pattern_of_a_character_model_matches_the_pure_product(data, max
     assert_same_chunked(data.draw(byte_patterns(model)), model, "gpt2", max_states)
 
 
+def test_a_pattern_past_the_direct_numbering_table_is_numbered_by_hashing_alike() -> None:
+    """chunk_product numbers its (pattern, chunker, decoder) states by a table read at the key where that table
+    fits in 64 MB (the patterns above), and by hashing past it: a pattern of 2,275 states (a trie of ASCII
+    words: a small product) is past it over the gpt2 chunker and UTF-8 decoder, and gives the pure product."""
+    model = byte_model(0)
+    symbols = [model.token_to_id[b] for b in (b"a", b"1", b" ", b"'")]
+    rng = random.Random(5)
+    rows, finals = [{}], set()
+    for _ in range(1400):
+        q = 0
+        for symbol in rng.choices(symbols, k=rng.randint(3, 8)):
+            if symbol not in rows[q]:
+                rows[q][symbol] = len(rows)
+                rows.append({})
+            q = rows[q][symbol]
+        finals.add(q)
+    pattern = DFA(rows, 0, frozenset(finals), check=False)
+    decoder, _, _ = pretokenized._packed_chunker("gpt2", True)
+    keys = len(rows) * len(chunker_for("gpt2").dfa.transitions) * (len(decoder) // 4 // 256)
+    assert keys * 4 > 64 << 20
+    assert_same_chunked(pattern, model, "gpt2")
+    assert outcome(pure_chunked, pattern, model, chunker_for("gpt2"), 3000)[0] != "value"  # (3,301 states)
+    assert_same_chunked(pattern, model, "gpt2", max_states=3000)
+
+
 def test_chunked_pattern_keeps_the_empty_text_off_the_chunkers_start() -> None:
     """A pattern accepting the empty text gets a fresh start state (a copy of state 0's row), trimmed alike."""
     model = byte_model(0)
