@@ -1015,6 +1015,19 @@ def test_a_well_formed_liveness_solve_runs() -> None:
     assert table[0] == b"" and len(numbers) == 12  # the empty set first, a uint32 per state
 
 
+def test_a_liveness_solve_takes_a_group_that_repeats_its_tokens() -> None:
+    """A group may name a token more times than the vocabulary has tokens (nothing forbids it): the tokens its
+    checks settle are held in room for the longest group, not for the vocabulary, and the solve gives the pure
+    one's good sets."""
+    automaton = build_canonical(MergeForest.from_model(byte_model(0)))
+    vocabulary = byte_model(0).max_id + 1
+    groups = [(array("I", [0, 1] * (2 * vocabulary)), {0: 1}), (array("I", [0, 1]), {1: 2})]
+    numbers, table, _ = core.solve_liveness(*liveness_arguments(groups=groups))
+    good = on_demand.GoodSets(unpack_ints(numbers), table)
+    pure, _ = on_demand.solve_liveness(groups, 3, {2}, [None, None, None], automaton, engine="pure")
+    assert list(good) == list(pure) and good[1] == 0b11 and good[0] != 0
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 300), max_size=20), min_size=1, max_size=6), st.data())
 def test_good_sets_read_as_the_list_of_ints_and_as_bytes(sets, data) -> None:

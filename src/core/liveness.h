@@ -726,7 +726,7 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
 static int settle(Liveness *l, uint32_t p, uint32_t r) {
     Pending *pending = &l->pending[p];
     uint32_t count = pending->count, found = 0;
-    uint32_t *settled = l->settling; /* (a group's tokens are distinct: at most the vocabulary) */
+    uint32_t *settled = l->settling; /* (pending tokens are some of one group's: room for the longest group) */
     for (uint32_t i = 0; i < count; i++) {
         uint32_t t = pending->tokens[i];
         int follow = follows(l, t, r);
@@ -921,17 +921,23 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     int collecting = PyGC_Disable();
     l.good = PyMem_RawMalloc((size_t)n * sizeof(int32_t));
     l.fresh = PyMem_RawMalloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_RawCalloc(l.words + 1, 8);
-    l.settling = PyMem_RawMalloc((size_t)l.checker->size * 4 + 4);
     l.open = PyMem_RawCalloc(n, 1), l.queued = PyMem_RawCalloc(n, 1), l.queue = PyMem_RawMalloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_RawMalloc(l.stack_size * 4);
     l.answered = PyMem_RawCalloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
-    if (!l.good || !l.fresh || !l.marked || !l.settling || !l.open || !l.queued || !l.queue || !l.stack || !l.answered) {
+    if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
     for (uint32_t q = 0; q < n; q++) l.good[q] = -1;
     if (table_grow(&l)) goto done;
     if (liveness_read_cut(&l, cut) || liveness_read_groups(&l, groups) || liveness_group_words(&l)) goto done;
+    uint32_t longest = 0; /* (a check settles tokens of one group, which may repeat them: its room is the longest's) */
+    for (uint32_t g = 0; g < l.groups; g++)
+        if (l.group_start[g + 1] - l.group_start[g] > longest) longest = l.group_start[g + 1] - l.group_start[g];
+    if (!(l.settling = PyMem_RawMalloc((size_t)longest * 4 + 4))) {
+        PyErr_NoMemory();
+        goto done;
+    }
     size_t memo_size = 64;
     while (memo_size < 2 * (size_t)l.pairs && memo_size < ((size_t)1 << 15)) memo_size *= 2;
     l.memo = PyMem_RawMalloc(memo_size * sizeof(GrowMemo)), l.memo_mask = memo_size - 1;
