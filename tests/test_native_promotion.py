@@ -354,7 +354,7 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     assert regroup(compiled) == regroup(agnostic._kept(everything, keep))
     arcs = sum(len(tokens) * len(pairs) for tokens, pairs in everything)
     assert arcs < sum(weights) and agnostic.walk_groups(chunked, trie, sum(weights), keep) == compiled
-    assert both_walks == [None, sum(weights)]  # (a limit the weights do not bound: one walk after the other)
+    assert both_walks == [None, sum(weights)]  # (no limit, and a limit the rows' weights bound)
     with monkeypatch.context() as pure:
         pure.setattr(trie, "native_walker", lambda: None)
         assert agnostic.walk_groups(chunked, trie, None, keep) == compiled
@@ -366,7 +366,7 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     with pytest.raises(ArcLimitExceeded) as refused:
         agnostic.walk_groups(chunked, trie, arcs - 1, keep)
     assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
-    assert both_walks == [None, sum(weights)]
+    assert both_walks == [None, sum(weights)]  # (arcs and arcs - 1 the weights do not bound: one walk, then the other)
 
 
 def test_equal_token_lists_are_one_group_whatever_state_files_them() -> None:

@@ -564,7 +564,9 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     a JSON string's states between two characters, which read most of the
     vocabulary, or after a space, which begins half of it) are walked together
     carrying transforms, their groups first, and the rest (mid-character
-    states, reading a few continuation bytes; digits, punctuation) one by one.
+    states, reading a few continuation bytes; digits, punctuation) one by one;
+    on the compiled core the two walks run at once, on two threads
+    (:func:`_walk_both_natively`).
     ``keep``: a flag per token (A_BPE's ``reachable``); the
     tokens without it are left out of their groups and groups left empty are
     dropped (``max_arcs`` counts the arcs before that).
