@@ -31,6 +31,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 from array import array
 from contextlib import contextmanager
 from functools import lru_cache
@@ -355,6 +356,13 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     arcs = sum(len(tokens) * len(pairs) for tokens, pairs in everything)
     assert arcs < sum(weights) and agnostic.walk_groups(chunked, trie, sum(weights), keep) == compiled
     assert both_walks == [None, sum(weights)]  # (no limit, and a limit the rows' weights bound)
+
+    def refused(thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as no_threads:  # a process that cannot start one more thread: one walk, then the other
+        no_threads.setattr(threading.Thread, "start", refused)
+        assert agnostic.walk_groups(chunked, trie, None, keep) == compiled
     with monkeypatch.context() as pure:
         pure.setattr(trie, "native_walker", lambda: None)
         assert agnostic.walk_groups(chunked, trie, None, keep) == compiled
@@ -366,7 +374,7 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     with pytest.raises(ArcLimitExceeded) as refused:
         agnostic.walk_groups(chunked, trie, arcs - 1, keep)
     assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
-    assert both_walks == [None, sum(weights)]  # (arcs and arcs - 1 the weights do not bound: one walk, then the other)
+    assert both_walks == [None, sum(weights), None]  # (arcs and arcs - 1 the weights do not bound: one walk, then the other)
 
 
 def test_equal_token_lists_are_one_group_whatever_state_files_them() -> None:
@@ -925,7 +933,6 @@ def test_liveness_matches_the_pure_fixpoint_on_hand_made_lattices_over_gpt2(data
 def test_liveness_solves_on_threads_as_one_after_another(small_tokenizer) -> None:
     """The compiled solve runs without the GIL: solves of several lattices over one shared checker (A_BPE's),
     started together on four threads, give each lattice's good sets and filed pairs as a solve alone does."""
-    import threading
 
     model = small_tokenizer.model
     parts = build_canonical(MergeForest.from_model(model)), SpellingTrie.from_model(model)
@@ -955,7 +962,6 @@ def test_liveness_solves_on_threads_as_one_after_another(small_tokenizer) -> Non
 def test_promotions_on_threads_give_the_languages_of_one_after_another(small_tokenizer) -> None:
     """bpefst.promote from several threads at once over one tokenizer (its parts shared): every view each
     thread reads is the one a promotion alone gives (masks along a document, the written-out DFA)."""
-    import threading
 
     schema = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array",
               "items": {"type": "string", "maxLength": 6}}}, "required": ["name"]}

@@ -617,11 +617,16 @@ def _walk_both_natively(walker, transitions, heavy: bytes, max_arcs: int | None,
             walked["error"] = error
 
     thread = threading.Thread(target=walk_heavy, name="bpefst-heavy-walk", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # (no thread to be had, as under a container's limit: one walk, then the other)
+        walk_heavy()
+        thread = None
     try:
         rest = walker.walk(transitions, limit, True, keep, heavy.translate(_NOT))
     finally:
-        thread.join()
+        if thread is not None:
+            thread.join()
     if "error" in walked:
         raise walked["error"]
     groups = walked["heavy"]
