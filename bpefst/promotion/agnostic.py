@@ -605,14 +605,11 @@ def _walk_both_natively(walker, transitions, heavy: bytes, max_arcs: int | None,
     set-up 171 -> 161 ms); the groups are the pure route's.  For a lattice the row weights bound below
     ``max_arcs`` (walk_groups): one that may be refused is walked one walk after the other, since the walk
     left over by a refusal could not be stopped here, and the arcs the first walk found shorten the second."""
-    limit = -1 if max_arcs is None else min(max_arcs, 1 << 62)
-    if keep is not None and not isinstance(keep, (bytes, bytearray)):
-        keep = bytes(keep)
     walked = {}
 
     def walk_heavy() -> None:
         try:
-            walked["heavy"] = walker.walk_transforms(transitions, limit, None, heavy)
+            walked["heavy"] = _walk_natively(walker, transitions, max_arcs, groups=True, transforms=True, sources=heavy)
         except BaseException as error:  # (raised again on the caller's thread)
             walked["error"] = error
 
@@ -623,16 +620,13 @@ def _walk_both_natively(walker, transitions, heavy: bytes, max_arcs: int | None,
         walk_heavy()
         thread = None
     try:
-        rest = walker.walk(transitions, limit, True, keep, heavy.translate(_NOT))
+        rest = _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, sources=heavy.translate(_NOT))
     finally:
         if thread is not None:
             thread.join()
     if "error" in walked:
         raise walked["error"]
-    groups = walked["heavy"]
-    if groups is None or rest is None:  # (not reached: the weights bound the arcs)
-        raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False)
-    groups = _kept(groups, keep)
+    groups = _kept(walked["heavy"], keep)
     groups.sort(key=_first_token)
     return groups + rest
 
