@@ -41,7 +41,7 @@ import msgpack
 from .errors import ArtifactError, BpefstError
 
 FORMAT_NAME = "bpefst"
-KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton", "counts")
+KINDS = ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "token-guide", "automaton", "counts")
 
 
 def pack_ints(values: Iterable[int], typecode: str = "I") -> bytes:

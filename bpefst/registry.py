@@ -121,12 +121,14 @@ def load(path: str | os.PathLike, pattern: str | None = None, special_tokens: di
     return Tokenizer.load(path, pattern=pattern, specials=special_tokens, name=name)
 
 
-def load_automaton(path: str | os.PathLike):
+def load_automaton(path: str | os.PathLike, tokenizer=None):
     """Any automaton artifact ``bpefst compile`` or ``bpefst promote`` writes, as its value.
 
     * ``canonical-dfa`` -> :class:`~bpefst.bpe.compiled.CanonicalDFA`
     * ``transducer`` -> :class:`~bpefst.bpe.compiled.CompiledTransducer`
     * ``token-automaton`` -> :class:`~bpefst.promotion.token_language.TokenLanguage`
+    * ``token-guide`` (``bpefst promote --form guide``) -> the same, read with the ``tokenizer`` it was
+      built for (a :class:`~bpefst.Tokenizer`)
     * ``automaton`` (a pattern over bytes / code points) -> :class:`~bpefst.automata.DFA`
     """
     kind = peek_kind(path)
@@ -138,10 +140,10 @@ def load_automaton(path: str | os.PathLike):
         from .bpe.compiled import CompiledTransducer
 
         return CompiledTransducer.load(path)
-    if kind == "token-automaton":
+    if kind in ("token-automaton", "token-guide"):
         from .promotion.token_language import TokenLanguage
 
-        return TokenLanguage.load(path)
+        return TokenLanguage.load(path, tokenizer=tokenizer)
     if kind == "automaton":
         from .automata import load as load_dfa
 

@@ -62,13 +62,15 @@ def make_artifacts(directory: Path) -> dict[str, Path]:
     """Real artifacts of every kind, written by bpefst itself."""
     paths = {"tokenizer": directory / "tok.bpefst", "canonical-dfa": directory / "tok.dfa",
              "canonical-dfa-implicit": directory / "tok-implicit.dfa", "transducer": directory / "tok.fst",
-             "token-automaton": directory / "pattern.tokens", "automaton": directory / "pattern.automaton"}
+             "token-automaton": directory / "pattern.tokens", "token-guide": directory / "pattern.guide",
+             "automaton": directory / "pattern.automaton"}
     steps = [
         ("train", str(ROOT / "fixtures" / "corpus.txt"), "--vocab-size", "400", "--special-token", "<|endoftext|>", "-q", "-o", str(paths["tokenizer"])),
         ("compile", str(paths["tokenizer"]), "--encoding", "explicit", "-o", str(paths["canonical-dfa"])),
         ("compile", str(paths["tokenizer"]), "--encoding", "implicit", "-o", str(paths["canonical-dfa-implicit"])),
         ("compile", str(paths["tokenizer"]), "--kind", "transducer", "--budget", "100", "-o", str(paths["transducer"])),
         ("promote", str(paths["canonical-dfa"]), "--regex", REGEX, "-o", str(paths["token-automaton"])),
+        ("promote", str(paths["tokenizer"]), "--regex", REGEX, "--form", "guide", "-o", str(paths["token-guide"])),
     ]
     for step in steps:
         done = bpefst(*step)
@@ -90,7 +92,7 @@ def commands(kind: str, path: Path, artifacts: dict[str, Path], ids: bytes) -> l
         return [(["validate", p], ids), (["promote", p, "--regex", REGEX], b""), (["info", p], b"")]
     if kind == "transducer":
         return [(["tokenize", p], TEXT), (["info", p], b"")]
-    if kind == "token-automaton":
+    if kind in ("token-automaton", "token-guide"):
         return [(["info", p], b"")]
     return [(["promote", str(artifacts["tokenizer"]), "--pattern-file", p, "--stats"], b"")]
 

@@ -50,7 +50,8 @@ def byte_tok(tmp_path):
 def _artifacts(tmp_path) -> dict[str, tuple]:
     """One small artifact of every kind, with the loader that reads it."""
     model = random_byte_model(21, pattern=PRESETS["gpt2"])
-    paths = {kind: tmp_path / f"a.{kind}" for kind in ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "automaton")}
+    paths = {kind: tmp_path / f"a.{kind}" for kind in ("tokenizer", "canonical-dfa", "transducer", "token-automaton", "token-guide",
+                                                             "automaton")}
     save_tokenizer(model, paths["tokenizer"])
     automaton = build_canonical(MergeForest.from_model(model), "explicit")
     save_canonical(automaton, model, paths["canonical-dfa"])
@@ -60,8 +61,10 @@ def _artifacts(tmp_path) -> dict[str, tuple]:
     save_automaton(pattern, paths["automaton"])
     promoted = TokenLanguage(pattern, model, pretokenize=False, automaton=automaton).dfa()
     save_token_automaton(paths["token-automaton"], promoted, "canonical", model.fingerprint)
+    TokenLanguage(pattern, model, automaton=automaton, source="[abc]{1,4}( [abc]{1,3})?").save(paths["token-guide"], form="guide")
     loaders = {"tokenizer": load_tokenizer, "canonical-dfa": load_canonical, "transducer": read_transducer,
-               "token-automaton": load_token_automaton, "automaton": load_automaton}
+               "token-automaton": load_token_automaton, "token-guide": lambda path: TokenLanguage.load(path, tokenizer=model),
+               "automaton": load_automaton}
     return {kind: (paths[kind], loaders[kind]) for kind in paths}
 
 
@@ -162,6 +165,8 @@ TAMPERED = {
     "canonical-dfa": [("encoding", 5), ("stats", [1]), ("forest", {"size": "x"}), ("tokenizer", {"pattern": 5})],
     "transducer": [("lazy", {"max_states": -1}), ("eager", {"ctx": 5}), ("stats", {"a": [1]})],
     "token-automaton": [("mode", 5), ("mode", "other"), ("automaton", {"type": "dfa"})],
+    "token-guide": [("pretokenize", "yes"), ("source", 5), ("stats", {"lattice states": 1}), ("cut", b"\x00"), ("good", 7),
+                    ("finals", b"\xff\xff\xff\x7f"), ("goods", [b"\xff" * 64])],
     "automaton": [("num_states", "3"), ("targets", 7)],
 }
 

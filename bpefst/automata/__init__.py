@@ -33,7 +33,8 @@ from .dot import to_dot
 from .equivalence import Equivalence, counterexample, equivalent
 from .errors import ArcLimitExceeded, StateLimitExceeded
 from .exploration import explore
-from .language import count_by_length, count_strings, enumerate_strings, is_finite, random_accepted, sampler, shortest_accepted
+from .language import (count_by_length, count_strings, distances_to_final, enumerate_strings, is_finite, random_accepted,
+                       random_within_reach, sampler, shortest_accepted)
 from .minimization import canonical, minimize
 from .nfa import NFA, NFABuilder
 from .product import difference, intersect, symmetric_difference, union
@@ -47,7 +48,8 @@ __all__ = [
     "DFA", "DFABuilder", "NFA", "NFABuilder", "thompson", "determinize", "trim", "is_trim", "accessible",
     "coaccessible", "minimize", "canonical", "intersect", "union", "difference", "symmetric_difference",
     "explore", "complete", "complement", "equivalent", "counterexample", "Equivalence", "enumerate_strings",
-    "count_strings", "count_by_length", "random_accepted", "sampler", "shortest_accepted", "is_finite",
+    "count_strings", "count_by_length", "random_accepted", "random_within_reach", "distances_to_final", "sampler",
+    "shortest_accepted", "is_finite",
     "map_symbols", "renumber", "reverse", "to_dot", "to_bytes", "from_bytes", "save", "load",
     "StateLimitExceeded", "ArcLimitExceeded", "SharedRowDFA",
 ]

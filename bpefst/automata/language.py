@@ -15,6 +15,8 @@ O(max_len * arcs).
 * :func:`random_accepted` samples *uniformly* among the accepted strings of
   length <= max_len: pick the length with weight ``ways[r][start]``, then each
   arc with weight ``ways[remaining][target]``.
+* :func:`random_within_reach` samples without the table (not uniformly),
+  for strings too long to count.
 """
 
 from __future__ import annotations
@@ -128,6 +130,51 @@ def sampler(dfa: DFA, max_len: int):
         return tuple(out)
 
     return draw
+
+
+def distances_to_final(dfa: DFA) -> list[int | None]:
+    """Per state, the length of the shortest string from it to a final state (None: no final state is
+    reachable), by a breadth-first search of the reversed arcs."""
+    transitions = dfa.transitions
+    into: list[list[int]] = [[] for _ in transitions]
+    for q, row in enumerate(transitions):
+        for r in row.values():
+            into[r].append(q)
+    distance: list[int | None] = [None] * len(transitions)
+    queue = deque(dfa.finals)
+    for q in dfa.finals:
+        distance[q] = 0
+    while queue:
+        r = queue.popleft()
+        for q in into[r]:
+            if distance[q] is None:
+                distance[q] = distance[r] + 1
+                queue.append(q)
+    return distance
+
+
+def random_within_reach(dfa: DFA, rng: random.Random, max_len: int,
+                        distance: list[int | None] | None = None) -> tuple[int, ...] | None:
+    """A random accepted string of length <= ``max_len`` (None if there is none), *not* uniform: a walk
+    from the start taking at each step a uniformly random symbol among those that keep a final state within
+    the length left (``distance``: :func:`distances_to_final`, computed when not given), and stopping at a
+    final state with probability 1/2 (always when no symbol keeps one within reach).  O(max_len * alphabet)
+    with no table of counts, so it suits long strings over large automata (a JSON Schema's documents),
+    where :func:`random_accepted`'s exact counts grow to thousands of bits."""
+    if distance is None:
+        distance = distances_to_final(dfa)
+    q, out = dfa.start, []
+    if distance[q] is None or distance[q] > max_len:
+        return None
+    while True:
+        left = max_len - len(out)
+        row = dfa.transitions[q]
+        onward = [symbol for symbol in sorted(row) if (d := distance[row[symbol]]) is not None and d < left]
+        if q in dfa.finals and (not onward or rng.random() < 0.5):
+            return tuple(out)
+        symbol = rng.choice(onward)
+        out.append(symbol)
+        q = row[symbol]
 
 
 def shortest_accepted(dfa: DFA) -> tuple[int, ...] | None:

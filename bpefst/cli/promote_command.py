@@ -12,7 +12,7 @@ import click
 
 from ..artifact import atomic_write_bytes, check_writable, refuse_overwriting_inputs
 from ..automata import load as load_automaton
-from ..automata import minimize, random_accepted, to_dot
+from ..automata import distances_to_final, minimize, random_accepted, random_within_reach, to_dot
 from ..automata.errors import ArcLimitExceeded, StateLimitExceeded
 from ..errors import BpefstError
 from ..promotion.language_build import MODES, Limits
@@ -60,7 +60,12 @@ from .limits import LimitExceeded, bounded
 @click.option("--unk", type=click.Choice(["exclude", "token"]), default=None,
               help="maxmatch: drop words MaxMatch maps to [UNK] (exclude, the default), or accept the single [UNK] "
                    "token for them.")
-@click.option("--output", "-o", type=click.Path(), help="Where to write the token automaton.")
+@click.option("--output", "-o", type=click.Path(), help="Where to write the token automaton (or guide).")
+@click.option("--form", type=click.Choice(["dfa", "guide"]), default="dfa", show_default=True,
+              help="dfa: the language written out as a minimal DFA (a token-automaton artifact); guide (canonical "
+                   "BPE only): the decoding set-up of the language built on demand (a token-guide artifact, loaded "
+                   "by bpefst.TokenLanguage.load(path, tokenizer=...)), for languages too large to write out, as "
+                   "most real JSON Schemas are.")
 @click.option("--format", "fmt", type=click.Choice(["msgpack", "json", "dot"]), default="msgpack", show_default=True)
 @click.option("--stats", is_flag=True, help="States, arcs and time per stage (on stderr).")
 @click.option("--sample", type=click.IntRange(min=0), default=0, metavar="N", help="Print N random accepted token sequences with their text.")
@@ -77,7 +82,7 @@ from .limits import LimitExceeded, bounded
 @user_errors
 def promote_command(compiled, pattern, specials, pattern_text, pattern_file, words_file, schema_file, whitespace, max_depth, no_strict,
                     closed_objects, member_order,
-                    mode, unk, output, fmt, stats,
+                    mode, unk, output, form, fmt, stats,
                     sample, max_states, max_arcs, tokenizer_path, no_pretokenize, timeout, max_memory) -> None:
     """Promote a pattern over text to an automaton over tokens (for constrained decoding).
 
@@ -89,12 +94,15 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     chunk must be canonical, so the result accepts exactly encode(text) for
     each match (`--no-pretokenize`: the whole match as one chunk;
     `canonical-direct` needs it when a match can be cut).  Exit 1 if the
-    language is empty.
+    language is empty.  `--form guide` keeps a canonical language too large
+    to write out (most real JSON Schemas over a 50k+ vocabulary) as the set-up
+    of its on-demand form, which a decoder loads in milliseconds.
 
     \b
     Example:
       bpefst promote cl100k.dfa --regex '\\d{4}-\\d{2}-\\d{2}' --stats --sample 3 -o date.msgpack
       bpefst promote ../shared/data/gpt2/vocab.json --json-schema person.json --sample 3
+      bpefst promote ../shared/data/gpt2/vocab.json --json-schema person.json --form guide -o person.guide
       bpefst promote ../shared/data/wordpiece/tokenizer.json --regex '(un)?(help|do)(ful|ing)?' --sample 3
     """
     given = [x for x in (pattern_text, pattern_file, words_file, schema_file) if x is not None]
@@ -105,6 +113,10 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
         if value is not None and schema_file is None:
             raise BpefstError(f"{name} applies to --json-schema")
     _check_output(output, fmt, [compiled, pattern_file, words_file, schema_file, tokenizer_path])
+    if form == "guide" and fmt != "msgpack":
+        raise BpefstError("--form guide writes a msgpack artifact: --format json and dot apply to --form dfa")
+    if form == "guide" and mode not in (None, "canonical"):
+        raise BpefstError(f"--form guide keeps a canonical language (--mode canonical), not --mode {mode}")
     schema = None
     if schema_file is not None:  # translated once the tokenizer's alphabet is known, as bpefst.promote does
         schema = _Schema(_read_schema(schema_file), whitespace or 0, DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
@@ -112,14 +124,16 @@ def promote_command(compiled, pattern, specials, pattern_text, pattern_file, wor
     try:
         with bounded(timeout, max_memory):
             _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample,
-                     max_states, max_arcs, tokenizer_path, no_pretokenize, schema)
+                     max_states, max_arcs, tokenizer_path, no_pretokenize, schema, form)
     except LimitExceeded as exc:
         raise BpefstError(f"promotion {exc}; narrow the pattern or raise the limit") from None
 
 
 def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file, mode, unk, output, fmt, stats, sample, max_states,
-             max_arcs, tokenizer_path, no_pretokenize, schema=None) -> None:
+             max_arcs, tokenizer_path, no_pretokenize, schema=None, form="dfa") -> None:
     if is_wordpiece_file(compiled):
+        if form == "guide":
+            raise BpefstError(f"{compiled} is a WordPiece vocabulary: --form guide keeps canonical BPE languages")
         if mode not in (None, "maxmatch"):
             raise BpefstError(f"{compiled} is a WordPiece vocabulary: only --mode maxmatch applies")
         _promote_wordpiece(compiled, pattern_text, pattern_file, words_file, unk or "exclude", output, fmt, stats, sample,
@@ -138,8 +152,10 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
 
     def written_out(base, _openness=None, lattice_per_arc: float = 1.0):
         limits = Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs=max_arcs)  # one --max-arcs: all is written out
-        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=limits, automaton=automaton)
-        return base, language, language.dfa()
+        language = TokenLanguage(base, model, mode, not no_pretokenize, limits=limits, automaton=automaton, source=source)
+        return base, language, language.dfa() if form == "dfa" else language.on_demand()  # (the lattice's limit decides here)
+
+    source = pattern_text if schema is None else schema.source()
 
     try:
         if schema is not None:  # open objects, else a cut of them, as bpefst.promote chooses (promotion.schema_fallback)
@@ -160,10 +176,12 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
                               f"the pattern or raise --max-arcs") from None
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
-                          f"from Python, bpefst.promote(...).shared_rows() keeps it with shared rows, and .guide() builds it "
-                          f"on demand for decoding") from None
+                          f"--form guide keeps it as the set-up of its on-demand form, for decoding") from None
     timings = {"load": loaded - started, "pattern": compiled_at - loaded, **language.timings}
     encoder = ReferenceEncoder(model)
+    if form == "guide":
+        _finish_guide(base, language, timings, encoder, output, stats, sample)
+        return
     _finish(base, dfa, mode, timings, model.fingerprint, lambda ids: encoder.decode(ids), output, fmt, stats, sample)
 
 
@@ -198,6 +216,11 @@ class _Schema:
                                       vocabulary=model.max_id + 1, explain=explainer(self.schema, model))
         self._say([cut] if cut else [])
         return result
+
+    def source(self) -> str:
+        """The schema and its options as one line of text: what names the language in a ``token-guide``."""
+        return "json-schema " + json.dumps([self.schema, self.whitespace, self.max_depth, self.strict, self.open_objects,
+                                            self.member_order], sort_keys=True, default=str)
 
     def _say(self, messages) -> None:
         """Each warning on stderr once, as one line."""
@@ -262,6 +285,36 @@ def _finish(base, dfa, mode: str, timings: dict, fingerprint: str, decode, outpu
         if seq is None:
             break
         click.echo(json.dumps({"ids": list(seq), "text": decode(list(seq))}, ensure_ascii=False))
+
+
+def _finish_guide(base, language: TokenLanguage, timings: dict, encoder: ReferenceEncoder, output, stats: bool,
+                  sample: int) -> None:
+    """``--form guide``: report, reject an empty language (exit 1), write the token-guide, print samples (random
+    matches of the pattern, encoded, each checked against the language)."""
+    product = language.on_demand()
+    if stats:
+        click.echo(f"pattern:   {base.num_states:,} states, {base.num_arcs:,} arcs", err=True)
+        click.echo(f"promoted:  {len(product.cut):,} lattice states, {product.lattice_arcs:,} lattice arcs (canonical, on demand)",
+                   err=True)
+        click.echo("time:      " + ", ".join(f"{k} {v:.3f}s" for k, v in timings.items()), err=True)
+    if language.is_empty():
+        click.echo("the promoted language is empty: no token sequence spells a match")
+        sys.exit(1)
+    if output:
+        language.save(output, form="guide")
+    elif not (stats or sample):
+        click.echo(f"the promoted language is not empty: {len(product.cut):,} lattice states (give -o FILE to keep its guide)")
+    rng, distance = random.Random(0), distances_to_final(base)
+    for _ in range(sample):
+        match = encoder.decode_bytes(random_within_reach(base, rng, _SAMPLE_SYMBOLS, distance) or ())
+        ids = encoder.encode_bytes(match, allowed_special=(), disallowed_special=()) if language.pretokenize \
+            else list(encoder.encode_chunk(match.decode("utf-8", errors="surrogateescape")))
+        if not language.accepts(ids):  # (the guide and the tokenizer disagree: a bug to report, never a silent sample)
+            raise BpefstError(f"internal error: the guide refuses the tokenizer's ids of a match, {match!r}; please report it")
+        click.echo(json.dumps({"ids": ids, "text": encoder.decode(ids)}, ensure_ascii=False))
+
+
+_SAMPLE_SYMBOLS = 256  # --form guide --sample: the longest match drawn, in the pattern's symbols
 
 
 def _where(exc: Exception) -> str:

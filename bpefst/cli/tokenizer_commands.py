@@ -70,10 +70,11 @@ def _load_artifact(path: str, kind: str) -> None:
     from ..bpe.canonical_io import load_canonical
     from ..bpe.transducer_io import read_transducer
     from ..promotion.token_automaton_io import load_token_automaton
+    from ..promotion.token_guide_io import read_token_guide
     from ..training.counts import load_counts
 
     loaders = {"canonical-dfa": load_canonical, "transducer": read_transducer, "automaton": load_automaton,
-               "token-automaton": load_token_automaton, "counts": load_counts}
+               "token-automaton": load_token_automaton, "token-guide": read_token_guide, "counts": load_counts}
     if kind not in loaders:
         raise BpefstError(f"{path}: unknown artifact kind {kind!r}")
     loaders[kind](path)

@@ -40,9 +40,38 @@ def cache_path(directory: str | Path, fingerprint: str, pattern: str) -> Path:
 
 def save(path: str | Path, lazy: OnDemandCanonical, fingerprint: str, pattern: str) -> None:
     """Write ``lazy``'s liveness result (module docstring)."""
+    body = msgpack.packb({"pattern": pattern, **setup_fields(lazy)}, use_bin_type=True)
+    document = {"format": FORMAT_NAME, "kind": KIND, "schema": SCHEMA, "fingerprint": fingerprint,
+                "sha256": hashlib.sha256(body).hexdigest(), "body": body}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
+
+
+def load(path: str | Path, automaton: CanonicalAutomaton, fingerprint: str, pattern: str,
+         max_states: int | None = None) -> OnDemandCanonical | None:
+    """The cached automaton for (tokenizer, pattern), or None when there is no matching, intact entry."""
+    try:
+        document = msgpack.unpackb(Path(path).read_bytes(), raw=False)
+        if not (isinstance(document, dict) and document.get("format") == FORMAT_NAME and document.get("kind") == KIND
+                and document.get("schema") == SCHEMA and document.get("fingerprint") == fingerprint):
+            return None
+        body = document["body"]
+        if hashlib.sha256(body).hexdigest() != document["sha256"]:
+            return None
+        parts = msgpack.unpackb(body, raw=False)
+        if parts["pattern"] != pattern:
+            return None
+        liveness = liveness_of(parts)
+    except Exception:  # whatever is wrong with the file (missing, torn, another layout), it is a miss
+        return None
+    return OnDemandCanonical.from_liveness(liveness, automaton, max_states)
+
+
+def setup_fields(lazy: OnDemandCanonical) -> dict:
+    """``lazy``'s liveness result as msgpack-ready fields: what this cache and the ``token-guide`` artifact
+    (:mod:`.token_guide_io`) hold.  Lattice states share token groups (a group is filed under every state it
+    leaves) and often equal good sets, so both are stored once and referred to by number."""
     parts = lazy.liveness()
-    # Lattice states share token groups (a group is filed under every state it leaves) and
-    # often equal good sets, so both are stored once and referred to by number.
     groups: dict[int, tuple] = {}  # id(tokens) -> (tokens, its number)
     group_data: list[bytes] = []
     goods: dict[int, int] = {}
@@ -66,45 +95,40 @@ def save(path: str | Path, lazy: OnDemandCanonical, fingerprint: str, pattern: s
         good_data, good_numbers = parts["good"].table, parts["good"].numbers
     else:
         good_numbers = [good(g) for g in parts["good"]]
-    fields = {
-        "pattern": pattern,
+    return {
         "start": parts["start"],
         "finals": pack_ints(sorted(parts["finals"])),
         "cut": pack_ints(NO_CUT if r is None else r for r in parts["cut"]),
         "good": pack_ints(good_numbers),  # numbers into goods
         "filed": [pack_ints(x for tokens, r in row for x in (group(tokens), r)) for row in parts["filed"]],  # (group, r) pairs
+        "goods": good_data,
+        "groups": group_data,
     }
-    body = msgpack.packb({**fields, "goods": good_data, "groups": group_data}, use_bin_type=True)
-    document = {"format": FORMAT_NAME, "kind": KIND, "schema": SCHEMA, "fingerprint": fingerprint,
-                "sha256": hashlib.sha256(body).hexdigest(), "body": body}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, msgpack.packb(document, use_bin_type=True))
 
 
-def load(path: str | Path, automaton: CanonicalAutomaton, fingerprint: str, pattern: str,
-         max_states: int | None = None) -> OnDemandCanonical | None:
-    """The cached automaton for (tokenizer, pattern), or None when there is no matching, intact entry."""
-    try:
-        document = msgpack.unpackb(Path(path).read_bytes(), raw=False)
-        if not (isinstance(document, dict) and document.get("format") == FORMAT_NAME and document.get("kind") == KIND
-                and document.get("schema") == SCHEMA and document.get("fingerprint") == fingerprint):
-            return None
-        body = document["body"]
-        if hashlib.sha256(body).hexdigest() != document["sha256"]:
-            return None
-        parts = msgpack.unpackb(body, raw=False)
-        if parts["pattern"] != pattern:
-            return None
-        cut = [None if r == NO_CUT else r for r in unpack_ints(parts["cut"])]
-        good, filed = GoodSets(unpack_ints(parts["good"]), parts["goods"]), _Filed(parts["filed"], parts["groups"])
-        if not (len(good) == len(filed) == len(cut) and 0 <= parts["start"] < len(cut)
-                and max(good.numbers, default=0) < len(good.table)):
-            return None
-        liveness = {"start": parts["start"], "finals": frozenset(unpack_ints(parts["finals"])), "cut": cut, "good": good,
-                    "filed": filed}
-    except Exception:  # whatever is wrong with the file (missing, torn, another layout), it is a miss
-        return None
-    return OnDemandCanonical.from_liveness(liveness, automaton, max_states)
+def liveness_of(fields: dict, vocabulary: int | None = None) -> dict:
+    """The liveness result :func:`setup_fields` wrote, for :meth:`OnDemandCanonical.from_liveness`; ValueError
+    (or another exception of the decoding) when the fields do not make one.  Every number is checked against
+    what it numbers, so a decoder never indexes past a table; with ``vocabulary``, every token too."""
+    cut = [None if r == NO_CUT else r for r in unpack_ints(fields["cut"])]
+    n = len(cut)
+    good, filed = GoodSets(unpack_ints(fields["good"]), fields["goods"]), _Filed(fields["filed"], fields["groups"])
+    finals = frozenset(unpack_ints(fields["finals"]))
+    start = fields["start"]
+    if not (isinstance(start, int) and 0 <= start < n and len(good) == len(filed) == n):
+        raise ValueError("the states' tables differ in length, or the start is not a state")
+    if max(good.numbers, default=0) >= max(len(good.table), 1) or max(finals, default=0) >= n \
+            or any(r is not None and r >= n for r in cut):
+        raise ValueError("a state's set, cut or finality names no entry")
+    pairs = unpack_ints(b"".join(filed.rows))  # (TypeError unless every row is packed)
+    if len(pairs) % 2 or max(pairs[0::2], default=0) >= max(len(filed.groups), 1) or max(pairs[1::2], default=0) >= n:
+        raise ValueError("a filed row names no group or no state")
+    if vocabulary is not None:
+        if any(int.from_bytes(g, "little") >> vocabulary for g in good.table):
+            raise ValueError("a good set names a token past the vocabulary")
+        if max(unpack_ints(b"".join(filed.groups)), default=0) >= vocabulary:
+            raise ValueError("a group names a token past the vocabulary")
+    return {"start": start, "finals": finals, "cut": cut, "good": good, "filed": filed}
 
 
 class _Filed:

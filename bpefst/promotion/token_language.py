@@ -26,8 +26,9 @@ language has built, by stage, and ``timings`` says how long each took.  The
 tokenizer's trie and A_BPE come from a :class:`~.parts.PartsCache` (bounded);
 a ``cache_dir`` keeps them on disk for the next process, and the canonical
 product's set-up too (:mod:`.guide_cache`).  :meth:`save` writes the ``token-automaton``
-artifact and :meth:`load` reads one back (a loaded language has only its
-written-out view).
+artifact (the written-out view) or, for a canonical language, the ``token-guide`` artifact (the lazy
+product's set-up, for languages too large to write out), and :meth:`load` reads either back (a
+``token-automaton`` has only its written-out view; a ``token-guide``, read with its tokenizer, has them all).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ from .guided import GuidedAutomaton
 from .language_build import MODES, Limits, build_product, check_mode, source_automaton
 from .parts import DEFAULT_PARTS, PartsCache, TokenizerParts, collector_paused
 from .pretokenized import shared_canonical_subsets
+from .on_demand import OnDemandCanonical
 from .token_automaton_io import load_token_automaton, save_token_automaton
+from .token_guide_io import read_token_guide, save_token_guide
 
 GUIDES_KEPT = 4  # guides per language, one per stop-id set asked for (least recently used dropped)
 STOP_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "<|eot_id|>", "<|im_end|>", "</s>", "<eos>")
@@ -129,9 +132,13 @@ class TokenLanguage:
         return self._product
 
     # -- views ---------------------------------------------------------------------------
+    def _only_written_out(self) -> bool:
+        """Whether this language was loaded from a ``token-automaton`` artifact: no pattern, no product."""
+        return self.pattern is None and self._product is None
+
     def _view(self, name: str, build):
         if name not in self._views:
-            if self.pattern is None:
+            if self._only_written_out():
                 raise BpefstError(f"this token language was loaded from a file and has only its written-out form; "
                                   f"its {name.replace('_', ' ')} view needs the pattern and tokenizer (bpefst.promote)")
             self._views[name] = self._stage(name, build)
@@ -146,7 +153,7 @@ class TokenLanguage:
     def dfa(self) -> DFA:
         """The minimal DFA, written out (ArcLimitExceeded past ``max_arcs`` arcs)."""
         if self.mode == "canonical":
-            if "dfa" not in self._views and "shared_rows" not in self._views and self.pattern is not None:
+            if "dfa" not in self._views and "shared_rows" not in self._views and not self._only_written_out():
                 # built with the write-out limit, so that a language too large is refused while it is built
                 self._views["shared_rows"] = self._stage("shared_rows", lambda: self._shared_rows(self.limits.max_arcs))
             return self._view("dfa", self._written_out)
@@ -199,7 +206,7 @@ class TokenLanguage:
         key = tuple(sorted([stop_ids] if isinstance(stop_ids, int) else stop_ids))
         guided = self._guides.get(key)
         if guided is None:
-            form = self.dfa() if self.pattern is None else self._the_product()
+            form = self.dfa() if self._only_written_out() else self._the_product()
             guided = self._guides[key] = GuidedAutomaton(form, stop_ids=key)
             while len(self._guides) > GUIDES_KEPT:
                 self._guides.popitem(last=False)
@@ -249,22 +256,60 @@ class TokenLanguage:
         return form.is_empty() if isinstance(form, DFA) else False
 
     # -- files -----------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the ``token-automaton`` artifact (the minimal DFA; what ``bpefst promote -o`` writes)."""
-        save_token_automaton(path, self.dfa(), self.mode, self.fingerprint)
+    def save(self, path: str | os.PathLike, form: str = "dfa") -> None:
+        """Write the language to ``path``: ``form="dfa"``, the ``token-automaton`` artifact (the minimal DFA,
+        refused past ``max_arcs``; what ``bpefst promote -o`` writes); ``form="guide"`` (canonical), the
+        ``token-guide`` artifact (the on-demand product's set-up, whatever its size; ``--form guide``), which
+        :meth:`load` reads back with the tokenizer."""
+        if form == "dfa":
+            save_token_automaton(path, self.dfa(), self.mode, self.fingerprint)
+        elif form == "guide":
+            save_token_guide(path, self.on_demand(), self.fingerprint, self.source, self.pretokenize)
+        else:
+            raise BpefstError(f"form= must be 'dfa' or 'guide', not {form!r}")
 
     @classmethod
-    def load(cls, path: str | os.PathLike, expected_fingerprint: str | None = None) -> "TokenLanguage":
-        """A ``token-automaton`` artifact; with ``expected_fingerprint``, insist it was built for that tokenizer."""
-        from ..artifact import read_header_and_body
+    def load(cls, path: str | os.PathLike, expected_fingerprint: str | None = None, *, tokenizer=None,
+             parts: PartsCache | None = None) -> "TokenLanguage":
+        """A ``token-automaton`` artifact, or a ``token-guide`` artifact with the ``tokenizer`` it was built
+        for (a :class:`~bpefst.Tokenizer` or its model; its trie and A_BPE from ``parts``, default
+        :data:`~.parts.DEFAULT_PARTS`); with ``expected_fingerprint``, insist it was built for that tokenizer."""
+        from ..artifact import peek_kind, read_header_and_body
 
+        model = None if tokenizer is None else getattr(tokenizer, "model", tokenizer)
+        if peek_kind(path) == "token-guide":
+            if not isinstance(model, BPEModel):
+                raise BpefstError(f"{path} is a token guide: load it with the tokenizer it was built for "
+                                  f"(TokenLanguage.load(path, tokenizer=bpefst.load(...)))")
+            return cls._from_guide(path, model, expected_fingerprint, parts if parts is not None else DEFAULT_PARTS)
         mode, dfa = load_token_automaton(path, expected_fingerprint)
+        language = cls._bare(mode, read_header_and_body(path)["fingerprint"], None, False)  # maxmatch keeps its own mode name
+        language._views["dfa"] = dfa
+        return language
+
+    @classmethod
+    def _from_guide(cls, path, model: BPEModel, expected_fingerprint: str | None, parts: PartsCache) -> "TokenLanguage":
+        """The language a ``token-guide`` artifact holds, over ``model``'s parts, with every view."""
+        if expected_fingerprint is not None and expected_fingerprint != model.fingerprint:
+            raise BpefstError(f"expected_fingerprint {expected_fingerprint[:16]} is not the given tokenizer's "
+                              f"({model.fingerprint[:16]})")
+        language = cls._bare("canonical", model.fingerprint, model, False)
+        body, liveness = language._stage("read", lambda: read_token_guide(path, model.fingerprint, model.max_id + 1))
+        language.source, language.pretokenize, language._parts_cache = body["source"] or None, body["pretokenize"], parts
+        language.parts = language._stage("parts", lambda: parts.get(model))
+        language._product = language._stage("product from file", lambda: OnDemandCanonical.from_liveness(
+            liveness, language.parts.automaton, language.limits.max_states))
+        return language
+
+    @classmethod
+    def _bare(cls, mode: str, fingerprint: str, model: BPEModel | None, pretokenize: bool) -> "TokenLanguage":
+        """A language with no pattern, product or view yet (what :meth:`load` fills in)."""
         language = cls.__new__(cls)
-        language.pattern = language.model = language.source = language._product = language._source = None
-        language.mode, language.pretokenize, language.limits = mode, False, Limits()  # maxmatch keeps its own mode name
-        language.fingerprint = read_header_and_body(path)["fingerprint"]
+        language.pattern = language.source = language._product = language._source = None
+        language.model, language.mode, language.pretokenize, language.limits = model, mode, pretokenize, Limits()
+        language.fingerprint = fingerprint
         language.built, language.timings, language.parts, language._parts_cache = Counter(), {}, None, None
-        language._views, language._guides = {"dfa": dfa}, OrderedDict()
+        language._views, language._guides = {}, OrderedDict()
         return language
 
 
