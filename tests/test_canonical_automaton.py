@@ -253,14 +253,36 @@ def test_token_classes_refined_by_window_equal_whole_bitsets(window: int) -> Non
     for seed in range(12):
         forest = MergeForest.from_model(random_char_model(seed, alphabet="abcd", num_merges=40, suffix=None))
         expected = _classes_from_whole_bitsets(forest)
-        assert CanonicalAutomaton(forest).token_classes(window) == expected
+        assert CanonicalAutomaton(forest)._classes_by_windows(window) == expected
         distinct += len(expected[1])
     assert distinct > 12 * 3  # the models have several classes each, so a wrong grouping would show
 
 
+def test_token_classes_read_off_single_sets_equal_whole_bitsets() -> None:
+    """The compiled core's route (each token's set from the compiled index of single sets) numbers the classes
+    as the pure grouping does; token_classes() takes it wherever the core runs."""
+    from bpefst import native
+    from bpefst.bpe.canonical import CanonicalAutomaton
+
+    if native.core is None:
+        pytest.skip("the compiled core is not in use (BPEFST_PURE_PYTHON, or no compiler): no compiled index to read")
+    for seed in range(12):
+        model = random_char_model(seed, alphabet="abcd", num_merges=40, suffix=None)
+        forest = MergeForest.from_model(model)
+        expected = _classes_from_whole_bitsets(forest)
+        automaton = CanonicalAutomaton(forest)
+        assert automaton._classes_by_single_sets(automaton.banned_index()) == expected
+        assert automaton.token_classes() == expected
+
+
 def test_token_classes_of_gpt2_by_window_equal_whole_bitsets() -> None:
+    from bpefst import native
     from bpefst.bpe.canonical import CLASS_WINDOW, CanonicalAutomaton
 
     forest = MergeForest.from_model(load_tokenizer(require_shared() / "gpt2/vocab.json"))
     assert forest.size > CLASS_WINDOW  # more than one window
-    assert CanonicalAutomaton(forest).token_classes() == _classes_from_whole_bitsets(forest)
+    expected = _classes_from_whole_bitsets(forest)
+    automaton = CanonicalAutomaton(forest)
+    assert automaton._classes_by_windows() == expected
+    if native.core is not None:
+        assert automaton._classes_by_single_sets(automaton.banned_index()) == expected

@@ -330,10 +330,10 @@ def _reads_every_symbol(pattern: DFA, trie: SpellingTrie) -> bool:
     automaton is trim already and trimming it again (a pass over all its arcs)
     is skipped.  Byte-level tokenizers have every byte as a token.
     """
-    root = trie.chains()[0]
+    root = trie.steps()[0]
     for symbol in pattern.alphabet():
-        chain = root.get(symbol)
-        if chain is None or chain[0] or chain[1] == -1:
+        step = root.get(symbol)
+        if step is None or step[0] == -1:  # (no token ends one symbol down)
             return False
     return True
 

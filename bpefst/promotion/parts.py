@@ -24,8 +24,11 @@ again than to read is made again: the merge forest (tens of milliseconds on
 the compiled core) and the implicit A_BPE's banned-set index (on the pure path
 that index takes about a second over cl100k, built again all the same).
 Measured in fresh processes on 2 cores, from the model loaded to the parts
-warm: GPT-2 1.9 s built, 0.5 s read (a 29 MB file); cl100k 1.4 s built, 0.6 s
-read (12 MB); benchmarks/bench_guided.py prints both.
+warm: GPT-2 0.8 s built (2.0 s before session 40 grouped the tokens by banned
+set off the compiled index of single sets), 0.5 s read (a 29 MB file); cl100k
+1.0-1.2 s built, 0.6 s read (12 MB); benchmarks/bench_guided.py prints both.
+On the compiled core the collapsed chains and the subtree index, which only
+the pure walks read, are left to be built on first use (or when written out).
 
 The file is a msgpack map with the header of bpefst's artifacts (format, kind
 ``tokenizer-parts``, schema version, tokenizer fingerprint) and a body packed
@@ -87,7 +90,8 @@ class TokenizerParts:
         if automaton is None:
             automaton = build_canonical(forest if forest is not None else MergeForest.from_model(model))
         if warm:
-            trie.steps(), trie.chains(), trie.subtrees(), trie.native_walker()
+            if trie.native_walker() is None:  # (the compiled walks read only the packed trie; the pure ones these)
+                trie.chains(), trie.subtrees()
             automaton.banned_mask(0)  # builds the index of one token's banned set that decoding steps read
             automaton.pair_checker()  # and the pair test the liveness solve reads
             automaton.banned_index()  # and the index the shared rows read banned sets off
