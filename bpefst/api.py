@@ -133,7 +133,8 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
     The pattern is read here, once (a pattern the tokenizer's
     pre-tokenization cannot be modelled for is refused here); each view is
     built once from it and kept: ``guide()`` (decoding), ``dfa()`` (written out),
-    ``shared_rows()``, ``on_demand()`` or ``save(path)``.  Limits
+    ``shared_rows()``, ``on_demand()``, or ``save(path)`` (the written-out DFA; ``form="guide"``: the
+    decoding set-up, for a language too large to write out).  Limits
     (:class:`~bpefst.promotion.language_build.Limits`): ``max_lattice_arcs``
     bounds the token lattice the canonical product walks before its first
     mask (set-up time, about 40 ns an arc), ``max_arcs`` what is written out

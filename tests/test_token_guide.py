@@ -79,6 +79,13 @@ def test_a_guide_is_read_only_with_its_tokenizer(tmp_path):
     with pytest.raises(BpefstError, match="expected_fingerprint"):
         TokenLanguage.load(path, "0" * 64, tokenizer=model)
     assert bpefst.load_automaton(path, tokenizer=model).accepts(ReferenceEncoder(model).encode("abab a"))
+    with pytest.raises(BpefstError, match="tokenizer= takes a bpefst.Tokenizer"):
+        TokenLanguage.load(path, tokenizer="gpt2")
+    written_out = tmp_path / "x.msgpack"  # a token-automaton read with a tokenizer is checked against it too
+    bpefst.promote(model, REGEX).save(written_out)
+    assert TokenLanguage.load(written_out, tokenizer=model).accepts(ReferenceEncoder(model).encode("abab a"))
+    with pytest.raises(ArtifactError, match="built from tokenizer"):
+        TokenLanguage.load(written_out, tokenizer=small_model(1))
 
 
 def _tampered(path, tmp_path, edit) -> str:
@@ -115,6 +122,8 @@ def _first_row_names(group=None, target=None):
     (_first_row_names(target=lambda body: len(body["filed"])), "names no group or no state"),
     (lambda body: body["groups"].__setitem__(0, (1 << 20).to_bytes(4, "little")), "a group names a token past the vocabulary"),
     (lambda body: body["goods"].__setitem__(0, b"\xff" * 100), "a good set names a token past the vocabulary"),
+    (_set("goods", []), "names no entry"),
+    (_set("groups", []), "names no group or no state"),
     (lambda body: body.pop("filed"), "a field is missing or malformed"),
     (lambda body: body.__setitem__("filed", ["not packed"] * len(body["filed"])), "a field is missing or malformed"),
 ])

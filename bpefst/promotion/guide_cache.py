@@ -117,11 +117,11 @@ def liveness_of(fields: dict, vocabulary: int | None = None) -> dict:
     start = fields["start"]
     if not (isinstance(start, int) and 0 <= start < n and len(good) == len(filed) == n):
         raise ValueError("the states' tables differ in length, or the start is not a state")
-    if max(good.numbers, default=0) >= max(len(good.table), 1) or max(finals, default=0) >= n \
+    if max(good.numbers, default=-1) >= len(good.table) or max(finals, default=-1) >= n \
             or any(r is not None and r >= n for r in cut):
         raise ValueError("a state's set, cut or finality names no entry")
     pairs = unpack_ints(b"".join(filed.rows))  # (TypeError unless every row is packed)
-    if len(pairs) % 2 or max(pairs[0::2], default=0) >= max(len(filed.groups), 1) or max(pairs[1::2], default=0) >= n:
+    if len(pairs) % 2 or max(pairs[0::2], default=-1) >= len(filed.groups) or max(pairs[1::2], default=-1) >= n:
         raise ValueError("a filed row names no group or no state")
     if vocabulary is not None:
         if any(int.from_bytes(g, "little") >> vocabulary for g in good.table):

@@ -273,26 +273,31 @@ class TokenLanguage:
              parts: PartsCache | None = None) -> "TokenLanguage":
         """A ``token-automaton`` artifact, or a ``token-guide`` artifact with the ``tokenizer`` it was built
         for (a :class:`~bpefst.Tokenizer` or its model; its trie and A_BPE from ``parts``, default
-        :data:`~.parts.DEFAULT_PARTS`); with ``expected_fingerprint``, insist it was built for that tokenizer."""
+        :data:`~.parts.DEFAULT_PARTS`); with ``expected_fingerprint`` or a ``tokenizer``, insist it was built
+        for that tokenizer."""
         from ..artifact import peek_kind, read_header_and_body
 
         model = None if tokenizer is None else getattr(tokenizer, "model", tokenizer)
-        if peek_kind(path) == "token-guide":
+        if model is not None:
             if not isinstance(model, BPEModel):
+                raise BpefstError(f"tokenizer= takes a bpefst.Tokenizer (bpefst.load) or its model, not {type(tokenizer).__name__}")
+            if expected_fingerprint is not None and expected_fingerprint != model.fingerprint:
+                raise BpefstError(f"expected_fingerprint {expected_fingerprint[:16]} is not the given tokenizer's "
+                                  f"({model.fingerprint[:16]})")
+            expected_fingerprint = model.fingerprint
+        if peek_kind(path) == "token-guide":
+            if model is None:
                 raise BpefstError(f"{path} is a token guide: load it with the tokenizer it was built for "
                                   f"(TokenLanguage.load(path, tokenizer=bpefst.load(...)))")
-            return cls._from_guide(path, model, expected_fingerprint, parts if parts is not None else DEFAULT_PARTS)
+            return cls._from_guide(path, model, parts if parts is not None else DEFAULT_PARTS)
         mode, dfa = load_token_automaton(path, expected_fingerprint)
         language = cls._bare(mode, read_header_and_body(path)["fingerprint"], None, False)  # maxmatch keeps its own mode name
         language._views["dfa"] = dfa
         return language
 
     @classmethod
-    def _from_guide(cls, path, model: BPEModel, expected_fingerprint: str | None, parts: PartsCache) -> "TokenLanguage":
+    def _from_guide(cls, path, model: BPEModel, parts: PartsCache) -> "TokenLanguage":
         """The language a ``token-guide`` artifact holds, over ``model``'s parts, with every view."""
-        if expected_fingerprint is not None and expected_fingerprint != model.fingerprint:
-            raise BpefstError(f"expected_fingerprint {expected_fingerprint[:16]} is not the given tokenizer's "
-                              f"({model.fingerprint[:16]})")
         language = cls._bare("canonical", model.fingerprint, model, False)
         body, liveness = language._stage("read", lambda: read_token_guide(path, model.fingerprint, model.max_id + 1))
         language.source, language.pretokenize, language._parts_cache = body["source"] or None, body["pretokenize"], parts
