@@ -197,6 +197,7 @@ def test_cli_writes_a_guide_whose_samples_are_valid_canonical_documents(tmp_path
     assert not language.accepts(encoder.encode('{"a":13}'))
     info = run("info", str(out))
     assert info.returncode == 0 and "token-guide" in info.stdout.decode() and "lattice states" in info.stdout.decode()
+    assert '"maxLength": 3' in info.stdout.decode()  # its source: the schema it was promoted from
     damaged = tmp_path / "damaged.guide"
     damaged.write_bytes(out.read_bytes()[:-10])
     assert_user_error(run("info", str(damaged)), "damaged.guide")

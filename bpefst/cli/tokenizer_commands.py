@@ -58,10 +58,16 @@ def _artifact_summary(path: str) -> dict | None:
     for key in ("encoding", "mode"):
         if isinstance(body.get(key), str):
             facts[key] = body[key]
+    if kind == "token-guide" and body["source"]:  # (what the guide was promoted from: its regex, or its schema)
+        source = body["source"]
+        facts["source"] = source if len(source) <= _SOURCE_SHOWN else source[:_SOURCE_SHOWN] + "..."
     stats = body.get("stats")
     if isinstance(stats, dict):
         facts.update({str(k): v for k, v in stats.items() if isinstance(v, (int, float, str, bool))})
     return facts
+
+
+_SOURCE_SHOWN = 200  # characters of a token guide's source that `info` prints
 
 
 def _load_artifact(path: str, kind: str) -> None:
