@@ -172,6 +172,21 @@ def trie_walker(children: list[dict[int, int]], tokens: list[list[int]], steps: 
     return None if tables is None else trie_walker_of(tables)
 
 
+def spelling_trie(spellings: dict[int, tuple[int, ...]], order: list[int]):
+    """``(children, tokens, steps, walker)`` of the spelling trie of the tokens ``order`` (ascending), made in one
+    compiled pass (``bpefst._core.spelling_trie``, the twin of :meth:`~bpefst.promotion.agnostic.SpellingTrie.from_model`,
+    its ``steps()`` and :func:`trie_walker_tables`); None on the pure path or where a token or symbol is outside
+    ``0 .. CORE_MAX_ID`` (the Python loops build that trie)."""
+    if core is None:
+        return None
+    built = core.spelling_trie(spellings, order)
+    if built is None:
+        return None
+    children, tokens, steps, packed = built
+    tables = (*(array("i", table) for table in packed[:-1]), packed[-1])
+    return children, tokens, steps, trie_walker_of(tables)
+
+
 def trie_walker_of(tables: tuple):
     """A ``bpefst._core.TrieWalker`` from the tables :func:`trie_walker_tables` packed (perhaps in another
     process: :mod:`bpefst.promotion.parts` keeps them on disk); the core checks them (ValueError)."""

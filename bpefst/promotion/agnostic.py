@@ -219,10 +219,19 @@ class SpellingTrie:
 
     @classmethod
     def from_model(cls, model: BPEModel, tokens=None) -> "SpellingTrie":
+        """The trie of ``model``'s tokens (or of ``tokens``), nodes numbered as they are made, tokens inserted in
+        ascending order; on the compiled core in one pass with its steps and packed walker
+        (:func:`bpefst.native.spelling_trie`: cl100k 0.6 s -> 0.1 s), else by the loop below, the spec."""
+        spellings = model.spellings
+        kept = spellings if tokens is None else {t: spellings[t] for t in tokens}
+        built = native.spelling_trie(spellings, sorted(kept))
+        if built is not None:
+            trie = cls(*built[:2], kept)
+            trie._steps, trie._walker, trie._walker_packed = built[2], built[3], True
+            return trie
         children: list[dict[int, int]] = [{}]
         ends: list[list[int]] = [[]]
-        spellings = model.spellings
-        for token in sorted(spellings if tokens is None else tokens):
+        for token in sorted(kept):
             node = 0
             for symbol in spellings[token]:
                 nxt = children[node].get(symbol)
@@ -236,7 +245,7 @@ class SpellingTrie:
         # a tuple of tokens per node, not a list: the collector leaves a tuple of ints alone once it has seen
         # it, and the trie's lists (cl100k: 216,750 nodes, and as many chain lists) made each full collection
         # 72 ms (37 ms now), one every ten JSON Schema set-ups or so
-        return cls(children, [tuple(found) for found in ends], spellings if tokens is None else {t: spellings[t] for t in tokens})
+        return cls(children, [tuple(found) for found in ends], kept)
 
 
 def token_arcs(pattern: DFA, trie: SpellingTrie, state: int) -> dict[int, int]:

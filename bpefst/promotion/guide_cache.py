@@ -14,7 +14,10 @@ The file is a msgpack map with the header of bpefst's artifacts (format, kind
 pattern it was built for, packed as bytes with its SHA-256 beside it.  A file
 that does not match (another tokenizer, pattern or schema version, a torn or
 altered body) is ignored and rebuilt: it is a cache, and a stale entry must
-never answer for another pattern.  Writes are atomic.
+never answer for another pattern.  Writes are atomic.  The same set-up, under
+the header of bpefst's artifacts, is the ``token-guide`` artifact a user keeps
+and ships (:mod:`.token_guide_io`: :func:`setup_fields` and
+:func:`liveness_of` are shared).
 """
 
 from __future__ import annotations

@@ -24,11 +24,13 @@ again than to read is made again: the merge forest (tens of milliseconds on
 the compiled core) and the implicit A_BPE's banned-set index (on the pure path
 that index takes about a second over cl100k, built again all the same).
 Measured in fresh processes on 2 cores, from the model loaded to the parts
-warm: GPT-2 0.8 s built (2.0 s before session 40 grouped the tokens by banned
-set off the compiled index of single sets), 0.5 s read (a 29 MB file); cl100k
-1.0-1.2 s built, 0.6 s read (12 MB); benchmarks/bench_guided.py prints both.
-On the compiled core the collapsed chains and the subtree index, which only
-the pure walks read, are left to be built on first use (or when written out).
+warm: GPT-2 0.6 s built, 0.5 s read (a 29 MB file); cl100k 0.6 s built, 0.6 s
+read (12 MB); benchmarks/bench_guided.py prints both.  (Session 40 took the
+builds from 2.0 s and 1.6 s: the compiled core groups A_BPE's tokens by the
+banned sets of its index of single sets, builds the trie with its steps and
+packed walker in one pass, and leaves the collapsed chains and the subtree
+index, which only the pure walks read, to be built on first use or when the
+parts are written out.)
 
 The file is a msgpack map with the header of bpefst's artifacts (format, kind
 ``tokenizer-parts``, schema version, tokenizer fingerprint) and a body packed

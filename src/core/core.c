@@ -45,6 +45,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include "guide.h"
 #include "minimal_dfa.h"
 #include "subsets.h"
+#include "trie_build.h"
 
 typedef struct {
     uint32_t *ids;
@@ -824,6 +825,9 @@ static PyMethodDef module_methods[] = {
      "numbered canonically; None past max_states (< 0: no limit) (regex compiler)."},
     {"canonical_subsets", canonical_subsets, METH_VARARGS,
      "canonical_subsets(index, filed, cut, finals, start, max_states, max_arcs, key_grid=64 MB) -> the shared-row canonical subsets (promotion)."},
+    {"spelling_trie", spelling_trie, METH_VARARGS,
+     "spelling_trie(spellings, order) -> (children, tokens, steps, walker tables) of the spelling trie, or None "
+     "when a token or symbol is outside the core's range (promotion)."},
     {"solve_liveness", solve_liveness, METH_VARARGS,
      "solve_liveness(checker, n, finals, cut, groups) -> (numbers, table, filed): good[q] packed and filed, of the on-demand promotion (promotion)."},
     {NULL, NULL, 0, NULL},
