@@ -228,16 +228,23 @@ def chunker_tables(decoder: list[dict[int, int]] | None, chunks: list[dict[int, 
     the chunker's rows (over atoms and, last, the cut) and the chunker states kept inside a character
     (``inside[d][c]``, pretokenized.mid_character_chunks; None with no decoder) as the packed tables
     ``chunk_product`` reads."""
-    packed_decoder = array("i")
-    for row in decoder or ():
-        packed_decoder.extend(row.get(b, core.DECODER_NO_ARC) for b in range(256))
-    packed_chunks = array("i")
-    for row in chunks:
-        packed_chunks.extend(row.get(a, -1) for a in range(atoms + 1))
+    packed_decoder = _dense_rows(decoder or (), 256, core.DECODER_NO_ARC)
+    packed_chunks = _dense_rows(chunks, atoms + 1, -1)
     packed_inside = array("i")
     for row in inside or ():
         packed_inside.extend(row)
     return packed_decoder.tobytes(), packed_chunks.tobytes(), packed_inside.tobytes()
+
+
+def _dense_rows(rows, width: int, missing: int) -> array:
+    """Sparse rows (``{column: value}``) as one int32 table of ``width`` columns, ``missing`` where a row has no
+    entry: each row filled from its entries only (a UTF-8 decoder's rows hold 64 of 256 bytes)."""
+    table = array("i", [missing]) * (width * len(rows))
+    for k, row in enumerate(rows):
+        base = k * width
+        for column, value in row.items():
+            table[base + column] = value
+    return table
 
 
 def symbol_table(values: dict[int, int]) -> array | None:
