@@ -177,7 +177,8 @@ def _promote(compiled, pattern, specials, pattern_text, pattern_file, words_file
         size = f" ({exc.arcs:,})" if exc.arcs is not None else ""
         raise BpefstError(f"the promoted automaton needs more than --max-arcs {max_arcs:,} arcs{size}, too many to write out; "
                           f"--form guide keeps it as the set-up of its on-demand form, for decoding") from None
-    timings = {"load": loaded - started, "pattern": compiled_at - loaded, **language.timings}
+    pattern_seconds = compiled_at - loaded if schema is None else schema.seconds  # (a schema is translated inside its build)
+    timings = {"load": loaded - started, "pattern": pattern_seconds, **language.timings}
     encoder = ReferenceEncoder(model)
     if form == "guide":
         _finish_guide(base, language, timings, encoder, output, stats, sample)
@@ -193,16 +194,21 @@ class _Schema:
         self.schema, self.whitespace, self.max_depth = schema, whitespace, max_depth
         self.strict, self.open_objects, self.member_order = strict, open_objects, member_order
         self.said: set[str] = set()  # warnings on stderr so far (each schema translation repeats its own)
+        self.seconds = 0.0  # spent translating, over every cut tried
 
     def automaton(self, alphabet, max_states: int, openness=None, closed: list | None = None):
         """The schema's automaton over ``alphabet``, by the translation ``bpefst.promote(json_schema=...)`` uses
         (``openness``: :func:`~bpefst.regex.json_schema.schema_to_dfa`'s ``open_objects``); what it ignored or
         dropped goes to stderr as one line, not as a Python warning (once, however often it is translated)."""
+        started = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SchemaWarning)
-            dfa = schema_to_dfa(self.schema, alphabet, self.whitespace, max_depth=self.max_depth, strict=self.strict,
-                                open_objects=openness if openness is not None else self.open_objects is not False, max_states=max_states,
-                                closed=closed, member_order=self.member_order)
+            try:
+                dfa = schema_to_dfa(self.schema, alphabet, self.whitespace, max_depth=self.max_depth, strict=self.strict,
+                                    open_objects=openness if openness is not None else self.open_objects is not False,
+                                    max_states=max_states, closed=closed, member_order=self.member_order)
+            finally:
+                self.seconds += time.perf_counter() - started
         self._say(str(warning.message) for warning in caught)
         return dfa
 
