@@ -252,7 +252,4 @@ def symbol_table(values: dict[int, int]) -> array | None:
     symbol is outside ``0 .. CORE_MAX_ID``."""
     if values and (min(values) < 0 or max(values) > CORE_MAX_ID):
         return None
-    table = array("i", [-1]) * (max(values) + 1 if values else 0)
-    for symbol, value in values.items():
-        table[symbol] = value
-    return table
+    return _dense_rows([values], max(values) + 1 if values else 0, -1)

@@ -221,7 +221,7 @@ class SpellingTrie:
     def from_model(cls, model: BPEModel, tokens=None) -> "SpellingTrie":
         """The trie of ``model``'s tokens (or of ``tokens``), nodes numbered as they are made, tokens inserted in
         ascending order; on the compiled core in one pass with its steps and packed walker
-        (:func:`bpefst.native.spelling_trie`: cl100k 0.6 s -> 0.1 s), else by the loop below, the spec."""
+        (:func:`bpefst.native.spelling_trie`: cl100k about 1.0 s -> 0.2 s with them), else by the loop below, the spec."""
         spellings = model.spellings
         kept = spellings if tokens is None else {t: spellings[t] for t in tokens}
         built = native.spelling_trie(spellings, sorted(kept))

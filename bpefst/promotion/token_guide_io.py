@@ -30,7 +30,7 @@ import os
 
 from ..artifact import check_header, read_header_and_body, write_artifact
 from ..errors import ArtifactError
-from .guide_cache import liveness_of, setup_fields
+from .guide_cache import check_filed, liveness_of, setup_fields
 from .on_demand import OnDemandCanonical
 
 KIND = "token-guide"
@@ -48,7 +48,7 @@ def save_token_guide(path: str | os.PathLike, lazy: OnDemandCanonical, fingerpri
 def read_token_guide(path: str | os.PathLike, fingerprint: str | None = None,
                      vocabulary: int | None = None) -> tuple[dict, dict]:
     """``(body, liveness)`` of a token-guide artifact, every field checked (with ``vocabulary``, every token
-    below it); with ``fingerprint``, insist it was built for that tokenizer."""
+    below it too: :func:`.guide_cache.check_filed`); with ``fingerprint``, insist it was built for that tokenizer."""
     name = str(path)
     document = read_header_and_body(path)
     check_header(document, name, KIND, SCHEMA, fingerprint)
@@ -57,7 +57,8 @@ def read_token_guide(path: str | os.PathLike, fingerprint: str | None = None,
             or not isinstance(body.get("source"), str) or body.get("fingerprint") != document["fingerprint"]:
         raise ArtifactError(f"{name}: corrupted token-guide artifact (its mode, pretokenize, source or fingerprint field)")
     try:
-        liveness = liveness_of(body, vocabulary)
+        liveness = liveness_of(body)
+        check_filed(liveness, vocabulary)
         if body.get("stats") != _stats(body):  # (what bpefst info prints: it must say what the file holds)
             raise ValueError("its stats do not describe its tables")
     except Exception as exc:  # (a field missing, of another type, or numbering nothing)
