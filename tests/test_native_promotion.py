@@ -886,6 +886,18 @@ def test_liveness_over_gpt2_matches_and_shares_equal_sets() -> None:
         assert_same_liveness(*inputs)
 
 
+def test_liveness_over_cl100k_matches_where_string_bodies_repeat_checks() -> None:
+    """Three string bodies over cl100k ask the same token checks of equal good sets, body after body: the
+    compiled solve answers the repeats from its memo of checks (thousands of them here, failed and
+    successful), and must file exactly what the pure solve files, which checks every time."""
+    model = load_tokenizer(require_shared() / "tiktoken" / "cl100k_base.tiktoken.gz")
+    strings = {"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string", "maxLength": 3}}
+    schema = {"type": "object", "properties": strings, "required": list(strings), "additionalProperties": False}
+    parts = DEFAULT_PARTS.get(model)
+    inputs = liveness_inputs(model, schema_to_dfa(schema, alphabet_for(model)), parts=(parts.automaton, parts.trie))
+    assert_same_liveness(*inputs)
+
+
 @lru_cache(maxsize=None)
 def byte_automaton(seed: int):
     return build_canonical(MergeForest.from_model(byte_model(seed)))

@@ -14,11 +14,18 @@
  * place while it is its only holder, and otherwise moves to the equal set if one exists, or to a copy.
  * Growths are remembered (GrowMemo, checked by set versions), so the states holding one set that grow
  * alike find the result without comparing sets again.  A token's check first tries the follower that
- * answered its last check (good sets share their short tokens), then every token of good[r], lowest first.
+ * answered its last check (good sets share their short tokens), then every token of good[r], lowest first;
+ * that answer is remembered by the set's version (CheckMemo), since the string bodies of a schema ask the
+ * same checks of equal sets.
  * Each set knows the range of words its tokens are in, and the bits of sets given up are kept, with that
  * range, for the next new sets: copying, clearing and comparing sets costs their ranges, not the
  * vocabulary (a small schema's sets hold a few hundred tokens of cl100k's 1,567 words, and copying them
- * whole was a quarter of its solve).
+ * whole was a quarter of its solve).  So that a range is narrow where a set is small, the sets number
+ * tokens their own way (checker_solve_order): the tokens whose first symbol begins few tokens (a UTF-8
+ * continuation byte's, which the states inside a character read) come after all the others, so the sets
+ * of those states span a few words instead of the vocabulary's (cl100k, a median schema: 440 MB copied
+ * and 300 MB compared before).  Tokens are renumbered as the groups are read and back as the result is
+ * made; nothing else sees it.
  */
 #ifndef BPEFST_LIVENESS_H
 #define BPEFST_LIVENESS_H
@@ -58,6 +65,15 @@ typedef struct {
     uint32_t lo, hi;
 } SpareBits;
 
+/* One token's check remembered: whether some token of the set at `version` may follow `t` (answer: 1 + the
+ * first that may, or 0 for none).  A version is one set's tokens at one time, so the answer holds for good;
+ * a JSON Schema's string bodies ask the same checks of equal sets once per body (cl100k, a median schema:
+ * 530,000 checks, 7,300 distinct), and a check that fails reads the whole set. */
+typedef struct {
+    uint64_t version; /* 0: an entry not used yet */
+    uint32_t t, answer;
+} CheckMemo;
+
 #define NO_GROUP UINT32_MAX
 #define FREE_ENTRY INT32_MIN
 
@@ -92,6 +108,8 @@ typedef struct {
     uint32_t *stack;                           /* _open's stack: a state is pushed at most once per opening */
     size_t stack_size;
     uint32_t *answered;                        /* token -> 1 + the follower that answered its last check, or 0 */
+    CheckMemo *checks;                         /* direct mapped by (t, version) */
+    size_t checks_mask;
     Pending *pending;
     Ints filed;                                /* (q, code, r) per pair filed, in the order found (filed.h) */
     Ints settled, batch_start;                 /* the tokens settled one by one, batch after batch */
@@ -129,8 +147,50 @@ static void liveness_free(Liveness *l) {
     PyMem_RawFree(l->pair_group), PyMem_RawFree(l->pair_q), PyMem_RawFree(l->pred_start), PyMem_RawFree(l->pred);
     PyMem_RawFree(l->cut), PyMem_RawFree(l->cut_pred_start), PyMem_RawFree(l->cut_pred), PyMem_RawFree(l->good);
     PyMem_RawFree(l->open), PyMem_RawFree(l->queued), PyMem_RawFree(l->queue);
-    PyMem_RawFree(l->stack), PyMem_RawFree(l->answered), PyMem_RawFree(l->pending);
+    PyMem_RawFree(l->stack), PyMem_RawFree(l->answered), PyMem_RawFree(l->pending), PyMem_RawFree(l->checks);
     free(l->filed.data), free(l->settled.data), free(l->batch_start.data);
+}
+
+/* Tokens whose first symbol begins at most this many tokens are numbered last in the solve's sets. */
+#define LATE_FIRST_SYMBOL_TOKENS 16
+
+/* The solve's numbering of the checker's tokens, made once per checker (the GIL held: solves on other
+ * threads read it): solve_id[t] is t, or for a late token (one whose first symbol, at the end of its left
+ * spine, begins at most LATE_FIRST_SYMBOL_TOKENS tokens) solve_base + its place among the late tokens,
+ * solve_base being the vocabulary's size rounded up to a word; solve_token is the inverse (UINT32_MAX where
+ * no token has that number).  0, or -1 with MemoryError. */
+static int checker_solve_order(PairChecker *c) {
+    if (c->solve_id) return 0;
+    uint32_t n = c->size, late = 0;
+    uint32_t *first = PyMem_Malloc((size_t)n * 4 + 4), *begins = PyMem_Calloc((size_t)n + 1, 4);
+    if (!first || !begins) {
+        PyMem_Free(first), PyMem_Free(begins);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t t = 0; t < n; t++) { /* (ranks fall along a spine: the walk ends within n steps) */
+        uint32_t f = t;
+        for (uint32_t steps = 0; c->rank[f] >= 0 && c->left[f] >= 0 && (uint32_t)c->left[f] < n && steps < n; steps++)
+            f = (uint32_t)c->left[f];
+        first[t] = f;
+        begins[f]++;
+    }
+    for (uint32_t t = 0; t < n; t++) late += begins[first[t]] <= LATE_FIRST_SYMBOL_TOKENS;
+    uint32_t base = late ? (n + 63) / 64 * 64 : n, range = base + late;
+    uint32_t *id = PyMem_Malloc((size_t)n * 4 + 4), *token = PyMem_Malloc((size_t)range * 4 + 4);
+    if (!id || !token) {
+        PyMem_Free(first), PyMem_Free(begins), PyMem_Free(id), PyMem_Free(token);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t i = 0; i < range; i++) token[i] = UINT32_MAX;
+    for (uint32_t t = 0, k = base; t < n; t++) {
+        id[t] = begins[first[t]] <= LATE_FIRST_SYMBOL_TOKENS ? k++ : t;
+        token[id[t]] = t;
+    }
+    PyMem_Free(first), PyMem_Free(begins);
+    c->solve_id = id, c->solve_token = token, c->solve_base = base, c->solve_range = range;
+    return 0;
 }
 
 static int state_of(PyObject *item, uint32_t n, uint32_t *state) {
@@ -192,6 +252,7 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
             goto fail;
         }
         if (token_copy(list, count, l->checker->size, l->group_token + k)) goto fail;
+        for (Py_ssize_t i = 0; i < count; i++) l->group_token[k + (size_t)i] = l->checker->solve_id[l->group_token[k + (size_t)i]];
         k += (size_t)count;
         Py_ssize_t at = 0;
         while (PyDict_Next(PyTuple_GET_ITEM(group, 1), &at, &q_obj, &r_obj)) {
@@ -272,37 +333,48 @@ static inline uint64_t token_mix(uint32_t v) {
 /* For a group of many ascending tokens sharing words, the words it sets and the XOR of its tokens' mixes:
  * grow_alone then adds the group a word at a time, its hash known, instead of a token at a time (a JSON
  * pattern's string states take groups of 3,000-6,000 letter tokens, about six to a word over GPT-2, ten
- * groups per state, into sets they are disjoint from: person's first mask 3.9 -> 3.6 ms). */
+ * groups per state, into sets they are disjoint from: person's first mask 3.9 -> 3.6 ms).  A group
+ * ascending in token ids is ascending in the solve's numbers once its late tokens are read after the others
+ * (checker_solve_order keeps the order of each part): `pass` 0 reads the others, 1 the late ones. */
 #define GROUP_WORDS_MIN_TOKENS 64
+static int group_ascends(const Liveness *l, const uint32_t *t, uint32_t count) {
+    const uint32_t *token = l->checker->solve_token;
+    for (uint32_t i = 1; i < count; i++)
+        if (token[t[i]] <= token[t[i - 1]]) return 0;
+    return 1;
+}
+
 static int liveness_group_words(Liveness *l) {
-    uint32_t G = l->groups;
+    uint32_t G = l->groups, base = l->checker->solve_base;
     size_t words = 0;
     l->group_hash = PyMem_RawMalloc((size_t)G * 8 + 8), l->word_start = PyMem_RawMalloc(((size_t)G + 1) * 4);
     if (!l->group_hash || !l->word_start) goto nomemory;
     for (uint32_t g = 0; g < G; g++) { /* count the words of the dense groups */
         const uint32_t *t = l->group_token + l->group_start[g];
-        uint32_t count = l->group_start[g + 1] - l->group_start[g], distinct = count > 0, ascending = 1;
-        for (uint32_t i = 1; i < count; i++) {
-            distinct += t[i] >> 6 != t[i - 1] >> 6;
-            ascending &= t[i] > t[i - 1];
-        }
+        uint32_t count = l->group_start[g + 1] - l->group_start[g], distinct = 0, last = UINT32_MAX;
         l->word_start[g] = (uint32_t)words;
-        if (ascending && count >= GROUP_WORDS_MIN_TOKENS && 2 * (size_t)distinct <= count) words += distinct;
+        if (count < GROUP_WORDS_MIN_TOKENS || !group_ascends(l, t, count)) continue;
+        for (int pass = 0; pass < 2; pass++)
+            for (uint32_t i = 0; i < count; i++)
+                if ((t[i] >= base) == pass && t[i] >> 6 != last) distinct++, last = t[i] >> 6;
+        if (2 * (size_t)distinct <= count) words += distinct;
     }
     l->word_start[G] = (uint32_t)words;
     l->word_index = PyMem_RawMalloc(words * 4 + 4), l->word_bits = PyMem_RawMalloc(words * 8 + 8);
     if (!l->word_index || !l->word_bits) goto nomemory;
     for (uint32_t g = 0; g < G; g++) {
-        uint32_t k = l->word_start[g], end = l->word_start[g + 1];
+        uint32_t k = l->word_start[g], end = l->word_start[g + 1], last = UINT32_MAX;
         if (k == end) continue;
         const uint32_t *t = l->group_token + l->group_start[g];
         uint32_t count = l->group_start[g + 1] - l->group_start[g];
         uint64_t hash = 0;
-        for (uint32_t i = 0; i < count; i++) {
-            if (i == 0 || t[i] >> 6 != t[i - 1] >> 6) l->word_index[k] = t[i] >> 6, l->word_bits[k++] = 0;
-            l->word_bits[k - 1] |= (uint64_t)1 << (t[i] & 63);
-            hash ^= token_mix(t[i]);
-        }
+        for (int pass = 0; pass < 2; pass++)
+            for (uint32_t i = 0; i < count; i++) {
+                if ((t[i] >= base) != pass) continue;
+                if (t[i] >> 6 != last) last = t[i] >> 6, l->word_index[k] = last, l->word_bits[k++] = 0;
+                l->word_bits[k - 1] |= (uint64_t)1 << (t[i] & 63);
+                hash ^= token_mix(t[i]);
+            }
         l->group_hash[g] = hash;
     }
     return 0;
@@ -700,26 +772,37 @@ static const uint64_t *set_occupied(Liveness *l, uint32_t set) {
 }
 
 /* May some token of good[r] follow t?  The tokens of good[r] are tried lowest first (after the one that
- * answered t's last check): 1, 0, or -1 out of memory. */
+ * answered t's last check): 1, 0, or -1 out of memory.  Past that first try the answer depends on t and the
+ * set's tokens only (the token tried first is not in the set then), so it is remembered by the set's version,
+ * and the follower found with it: `answered` comes out as without the memo. */
 static int follows(Liveness *l, uint32_t t, uint32_t r) {
     const uint64_t *bits = good_bits(l, r);
     if (!bits) return 0;
     int64_t last = (int64_t)l->answered[t] - 1;
     if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
+    uint64_t version = l->sets[l->good[r]].version;
+    CheckMemo *memo = &l->checks[(size_t)((version * 0x9E3779B97F4A7C15ull ^ t) * 0xD6E8FEB86659FD93ull >> 32) & l->checks_mask];
+    if (memo->version == version && memo->t == t) {
+        if (memo->answer) l->answered[t] = memo->answer;
+        return memo->answer != 0;
+    }
     const uint64_t *occupied = set_occupied(l, (uint32_t)l->good[r]);
     if (!occupied) return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
-    for (uint32_t k = 0, summary_words = (l->words + 63) / 64; k < summary_words; k++)
-        for (uint64_t y = occupied[k]; y; y &= y - 1) {
+    uint32_t answer = 0;
+    for (uint32_t k = 0, summary_words = (l->words + 63) / 64; k < summary_words && !answer; k++)
+        for (uint64_t y = occupied[k]; y && !answer; y &= y - 1) {
             uint32_t w = k * 64 + (uint32_t)__builtin_ctzll(y);
             for (uint64_t x = bits[w]; x; x &= x - 1) {
                 uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
-                if ((int64_t)v != last && canonical_pair(l->checker, t, v)) {
-                    l->answered[t] = v + 1;
-                    return 1;
+                if ((int64_t)v != last && canonical_pair(l->checker, l->checker->solve_token[t], l->checker->solve_token[v])) {
+                    answer = v + 1;
+                    break;
                 }
             }
         }
-    return 0;
+    *memo = (CheckMemo){version, t, answer};
+    if (answer) l->answered[t] = answer;
+    return answer != 0;
 }
 
 /* The pending tokens of pair p that may now go on to good[r]: filed, added to good[q], the rest kept. */
@@ -837,21 +920,47 @@ static PyObject *bitset_bytes(const uint64_t *bits, uint32_t words) {
     return out;
 }
 
+/* A set's tokens as bitset_bytes of their ids: the words below solve_base hold tokens at their ids already,
+ * the late tokens past it go back to theirs.  `scratch`: a word per id, zero on entry and on exit. */
+static PyObject *set_bytes(const Liveness *l, const GoodSet *x, uint64_t *scratch) {
+    const PairChecker *c = l->checker;
+    uint32_t id_words = c->solve_base / 64; /* (solve_base: the ids rounded up to a word when there are late tokens) */
+    if (c->solve_range == c->solve_base) return bitset_bytes(x->bits, l->words);
+    uint32_t lo = x->lo, hi = x->hi < id_words ? x->hi : id_words, late_from = x->lo > id_words ? x->lo : id_words;
+    if (lo < hi) memcpy(scratch + lo, x->bits + lo, (size_t)(hi - lo) * 8);
+    for (uint32_t w = late_from; w < x->hi; w++)
+        for (uint64_t y = x->bits[w]; y; y &= y - 1) {
+            uint32_t t = c->solve_token[w * 64 + (uint32_t)__builtin_ctzll(y)];
+            scratch[t >> 6] |= (uint64_t)1 << (t & 63);
+        }
+    PyObject *out = bitset_bytes(scratch, id_words);
+    if (lo < hi) memset(scratch + lo, 0, (size_t)(hi - lo) * 8);
+    for (uint32_t w = late_from; w < x->hi; w++)
+        for (uint64_t y = x->bits[w]; y; y &= y - 1) scratch[c->solve_token[w * 64 + (uint32_t)__builtin_ctzll(y)] >> 6] = 0;
+    return out;
+}
+
 /* good[q] as (numbers, table): table[k] the k-th distinct set as bytes (table[0] the empty one), numbers one
  * little-endian uint32 per state, its set's place in table.  The sets become ints in Python when first read
  * (on_demand.GoodSets): a decoder reads a few states' sets, and making an int of each set (1,000-1,500 of
  * 6-12 kB for a JSON Schema) was a tenth of a small pattern's liveness solve. */
 static PyObject *liveness_good(Liveness *l) {
     PyObject *table = PyList_New((Py_ssize_t)l->set_count + 1), *numbers = NULL;
-    if (!table) return NULL;
+    uint64_t *scratch = PyMem_RawCalloc((size_t)l->checker->solve_base / 64 + 1, 8);
+    if (!table || !scratch) {
+        Py_XDECREF(table), PyMem_RawFree(scratch);
+        return PyErr_NoMemory();
+    }
     PyObject *empty = PyBytes_FromStringAndSize("", 0);
     if (!empty) goto fail;
     PyList_SET_ITEM(table, 0, empty);
     for (uint32_t k = 0; k < l->set_count; k++) {
-        PyObject *item = l->sets[k].bits ? bitset_bytes(l->sets[k].bits, l->words) : (Py_INCREF(empty), empty);
+        PyObject *item = l->sets[k].bits ? set_bytes(l, &l->sets[k], scratch) : (Py_INCREF(empty), empty);
         if (!item) goto fail;
         PyList_SET_ITEM(table, (Py_ssize_t)k + 1, item);
     }
+    PyMem_RawFree(scratch);
+    scratch = NULL;
     if (!(numbers = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)l->n * 4))) goto fail;
     unsigned char *at = (unsigned char *)PyBytes_AS_STRING(numbers);
     for (uint32_t q = 0; q < l->n; q++) {
@@ -864,6 +973,7 @@ static PyObject *liveness_good(Liveness *l) {
     return result;
 fail:
     Py_XDECREF(numbers), Py_DECREF(table);
+    PyMem_RawFree(scratch);
     return NULL;
 }
 
@@ -891,7 +1001,7 @@ static PyObject *liveness_filed(Liveness *l) {
     f->start[0] = 0;
     f->batch_start[0] = 0;
     if (batches) memcpy(f->batch_start, l->batch_start.data, (batches + 1) * 4);
-    if (l->settled.length) memcpy(f->settled, l->settled.data, l->settled.length * 4);
+    for (size_t i = 0; i < l->settled.length; i++) f->settled[i] = l->checker->solve_token[l->settled.data[i]];
     f->group = l->group_list, f->groups = l->groups; /* (every group's tokens were read: lists_held == groups) */
     l->group_list = NULL, l->lists_held = 0;
     return (PyObject *)f;
@@ -912,18 +1022,18 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     uint32_t n = (uint32_t)states;
     Liveness l = {0};
     l.checker = (PairChecker *)checker;
-    if (!checker_ready(l.checker)) return NULL;
-    l.n = n, l.words = (l.checker->size + 63) / 64;
+    if (!checker_ready(l.checker) || checker_solve_order(l.checker)) return NULL;
+    l.n = n, l.words = (l.checker->solve_range + 63) / 64;
     if (n == 0) return Py_BuildValue("(y#[y#][])", "", (Py_ssize_t)0, "", (Py_ssize_t)0);
     /* Only ints, arrays of ids, lists and tuples of those are made here, hundreds of thousands of them for a large
      * pattern: no cycle to collect, and the collections their allocations would trigger scan the whole heap
      * now and then (a tenth of a maxLength: 20 string's solve). */
     int collecting = PyGC_Disable();
     l.good = PyMem_RawMalloc((size_t)n * sizeof(int32_t));
-    l.fresh = PyMem_RawMalloc((size_t)l.checker->size * 4 + 4), l.marked = PyMem_RawCalloc(l.words + 1, 8);
+    l.fresh = PyMem_RawMalloc((size_t)l.checker->solve_range * 4 + 4), l.marked = PyMem_RawCalloc(l.words + 1, 8);
     l.open = PyMem_RawCalloc(n, 1), l.queued = PyMem_RawCalloc(n, 1), l.queue = PyMem_RawMalloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_RawMalloc(l.stack_size * 4);
-    l.answered = PyMem_RawCalloc((size_t)l.checker->size + 1, 4); /* (zeroed pages: a small pattern touches few) */
+    l.answered = PyMem_RawCalloc((size_t)l.checker->solve_range + 1, 4); /* (zeroed pages: a small pattern touches few) */
     if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
@@ -946,6 +1056,13 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
         goto done;
     }
     for (size_t k = 0; k < memo_size; k++) l.memo[k] = (GrowMemo){FREE_ENTRY, 0, NO_GROUP, 0, 0, 0};
+    size_t checks_size = 1024; /* (zeroed pages: version 0 is no set's) */
+    while (checks_size < (size_t)l.pairs && checks_size < ((size_t)1 << 16)) checks_size *= 2;
+    if (!(l.checks = PyMem_RawCalloc(checks_size, sizeof(CheckMemo)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    l.checks_mask = checks_size - 1;
 
     size_t final_count = (size_t)PyList_GET_SIZE(finals);
     uint32_t *final_states = PyMem_RawMalloc(final_count * 4 + 4);

@@ -32,6 +32,8 @@ typedef struct {
     PairTable merges; /* (left, right) -> rank of every merge */
     uint64_t *good;   /* open addressing, EMPTY_KEY where free: pairs known canonical */
     size_t good_count;
+    uint32_t *solve_id, *solve_token; /* the liveness solve's numbering of tokens (liveness.h), made on first use */
+    uint32_t solve_base, solve_range;
 } PairChecker;
 
 /* ---------------------------------------------------------------- token lists as array('I')
@@ -232,6 +234,7 @@ done:
 
 static void PairChecker_dealloc(PairChecker *c) {
     PyMem_Free(c->rank), PyMem_Free(c->left), PyMem_Free(c->right), PyMem_Free(c->good);
+    PyMem_Free(c->solve_id), PyMem_Free(c->solve_token);
     pair_table_free(&c->merges);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
