@@ -151,48 +151,6 @@ static void liveness_free(Liveness *l) {
     free(l->filed.data), free(l->settled.data), free(l->batch_start.data);
 }
 
-/* Tokens whose first symbol begins at most this many tokens are numbered last in the solve's sets. */
-#define LATE_FIRST_SYMBOL_TOKENS 16
-
-/* The solve's numbering of the checker's tokens, made once per checker (the GIL held: solves on other
- * threads read it): solve_id[t] is t, or for a late token (one whose first symbol, at the end of its left
- * spine, begins at most LATE_FIRST_SYMBOL_TOKENS tokens) solve_base + its place among the late tokens,
- * solve_base being the vocabulary's size rounded up to a word; solve_token is the inverse (UINT32_MAX where
- * no token has that number).  0, or -1 with MemoryError. */
-static int checker_solve_order(PairChecker *c) {
-    if (c->solve_id) return 0;
-    uint32_t n = c->size, late = 0;
-    uint32_t *first = PyMem_Malloc((size_t)n * 4 + 4), *begins = PyMem_Calloc((size_t)n + 1, 4);
-    if (!first || !begins) {
-        PyMem_Free(first), PyMem_Free(begins);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (uint32_t t = 0; t < n; t++) { /* (ranks fall along a spine: the walk ends within n steps) */
-        uint32_t f = t;
-        for (uint32_t steps = 0; c->rank[f] >= 0 && c->left[f] >= 0 && (uint32_t)c->left[f] < n && steps < n; steps++)
-            f = (uint32_t)c->left[f];
-        first[t] = f;
-        begins[f]++;
-    }
-    for (uint32_t t = 0; t < n; t++) late += begins[first[t]] <= LATE_FIRST_SYMBOL_TOKENS;
-    uint32_t base = late ? (n + 63) / 64 * 64 : n, range = base + late;
-    uint32_t *id = PyMem_Malloc((size_t)n * 4 + 4), *token = PyMem_Malloc((size_t)range * 4 + 4);
-    if (!id || !token) {
-        PyMem_Free(first), PyMem_Free(begins), PyMem_Free(id), PyMem_Free(token);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (uint32_t i = 0; i < range; i++) token[i] = UINT32_MAX;
-    for (uint32_t t = 0, k = base; t < n; t++) {
-        id[t] = begins[first[t]] <= LATE_FIRST_SYMBOL_TOKENS ? k++ : t;
-        token[id[t]] = t;
-    }
-    PyMem_Free(first), PyMem_Free(begins);
-    c->solve_id = id, c->solve_token = token, c->solve_base = base, c->solve_range = range;
-    return 0;
-}
-
 static int state_of(PyObject *item, uint32_t n, uint32_t *state) {
     if (!PyLong_Check(item)) {
         PyErr_SetString(PyExc_TypeError, "solve_liveness: states must be ints");

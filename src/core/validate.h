@@ -187,6 +187,47 @@ changed:
     return -1;
 }
 
+/* Tokens whose first symbol begins at most this many tokens are numbered last in the solve's sets. */
+#define LATE_FIRST_SYMBOL_TOKENS 16
+
+/* The liveness solve's numbering of the checker's tokens (liveness.h), made with the checker: solve_id[t] is
+ * t, or for a late token (one whose first symbol, at the end of its left spine, begins at most
+ * LATE_FIRST_SYMBOL_TOKENS tokens) solve_base + its place among the late tokens, solve_base being the
+ * vocabulary's size rounded up to a word; solve_token is the inverse (UINT32_MAX where no token has that
+ * number).  0, or -1 with MemoryError. */
+static int checker_solve_order(PairChecker *c) {
+    if (c->solve_id) return 0;
+    uint32_t n = c->size, late = 0;
+    uint32_t *first = PyMem_Malloc((size_t)n * 4 + 4), *begins = PyMem_Calloc((size_t)n + 1, 4);
+    if (!first || !begins) {
+        PyMem_Free(first), PyMem_Free(begins);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t t = 0; t < n; t++) { /* (ranks fall along a spine, as PairChecker_init checks) */
+        uint32_t f = t;
+        while (c->rank[f] >= 0) f = (uint32_t)c->left[f];
+        first[t] = f;
+        begins[f]++;
+    }
+    for (uint32_t t = 0; t < n; t++) late += begins[first[t]] <= LATE_FIRST_SYMBOL_TOKENS;
+    uint32_t base = late ? (n + 63) / 64 * 64 : n, range = base + late;
+    uint32_t *id = PyMem_Malloc((size_t)n * 4 + 4), *token = PyMem_Malloc((size_t)range * 4 + 4);
+    if (!id || !token) {
+        PyMem_Free(first), PyMem_Free(begins), PyMem_Free(id), PyMem_Free(token);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t i = 0; i < range; i++) token[i] = UINT32_MAX;
+    for (uint32_t t = 0, k = base; t < n; t++) {
+        id[t] = begins[first[t]] <= LATE_FIRST_SYMBOL_TOKENS ? k++ : t;
+        token[id[t]] = t;
+    }
+    PyMem_Free(first), PyMem_Free(begins);
+    c->solve_id = id, c->solve_token = token, c->solve_base = base, c->solve_range = range;
+    return 0;
+}
+
 static int PairChecker_init(PairChecker *c, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"rank", "left", "right", "pairs", "pair_ranks", NULL};
     Py_buffer rank = {0}, left = {0}, right = {0}, pairs = {0}, ranks = {0};
@@ -225,7 +266,7 @@ static int PairChecker_init(PairChecker *c, PyObject *args, PyObject *kwargs) {
     }
     const uint32_t *p = pairs.buf, *r = ranks.buf;
     for (size_t k = 0; k < count; k++) pair_table_add(&c->merges, p[2 * k], p[2 * k + 1], r[k], 0);
-    rc = 0;
+    rc = checker_solve_order(c);
 done:
     PyBuffer_Release(&rank), PyBuffer_Release(&left), PyBuffer_Release(&right);
     PyBuffer_Release(&pairs), PyBuffer_Release(&ranks);
