@@ -210,7 +210,8 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
             goto fail;
         }
         if (token_copy(list, count, l->checker->size, l->group_token + k)) goto fail;
-        for (Py_ssize_t i = 0; i < count; i++) l->group_token[k + (size_t)i] = l->checker->solve_id[l->group_token[k + (size_t)i]];
+        for (uint32_t *token = l->group_token + k, *end = token + count; token < end; token++)
+            *token = l->checker->solve_id[*token];
         k += (size_t)count;
         Py_ssize_t at = 0;
         while (PyDict_Next(PyTuple_GET_ITEM(group, 1), &at, &q_obj, &r_obj)) {
@@ -739,20 +740,22 @@ static int follows(Liveness *l, uint32_t t, uint32_t r) {
     int64_t last = (int64_t)l->answered[t] - 1;
     if (last >= 0 && has_bit(bits, (uint32_t)last)) return 1;
     uint64_t version = l->sets[l->good[r]].version;
-    CheckMemo *memo = &l->checks[(size_t)((version * 0x9E3779B97F4A7C15ull ^ t) * 0xD6E8FEB86659FD93ull >> 32) & l->checks_mask];
+    uint64_t key = (version * 0x9E3779B97F4A7C15ull ^ t) * 0xD6E8FEB86659FD93ull;
+    CheckMemo *memo = &l->checks[(size_t)(key >> 32) & l->checks_mask];
     if (memo->version == version && memo->t == t) {
         if (memo->answer) l->answered[t] = memo->answer;
         return memo->answer != 0;
     }
     const uint64_t *occupied = set_occupied(l, (uint32_t)l->good[r]);
     if (!occupied) return liveness_fail(l, SOLVE_OUT_OF_MEMORY);
+    const uint32_t *token = l->checker->solve_token; /* (the pair test reads token ids) */
     uint32_t answer = 0;
     for (uint32_t k = 0, summary_words = (l->words + 63) / 64; k < summary_words && !answer; k++)
         for (uint64_t y = occupied[k]; y && !answer; y &= y - 1) {
             uint32_t w = k * 64 + (uint32_t)__builtin_ctzll(y);
             for (uint64_t x = bits[w]; x; x &= x - 1) {
                 uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(x);
-                if ((int64_t)v != last && canonical_pair(l->checker, l->checker->solve_token[t], l->checker->solve_token[v])) {
+                if ((int64_t)v != last && canonical_pair(l->checker, token[t], token[v])) {
                     answer = v + 1;
                     break;
                 }
@@ -991,7 +994,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     l.fresh = PyMem_RawMalloc((size_t)l.checker->solve_range * 4 + 4), l.marked = PyMem_RawCalloc(l.words + 1, 8);
     l.open = PyMem_RawCalloc(n, 1), l.queued = PyMem_RawCalloc(n, 1), l.queue = PyMem_RawMalloc((size_t)n * 4);
     l.stack_size = 64, l.stack = PyMem_RawMalloc(l.stack_size * 4);
-    l.answered = PyMem_RawCalloc((size_t)l.checker->solve_range + 1, 4); /* (zeroed pages: a small pattern touches few) */
+    l.answered = PyMem_RawCalloc((size_t)l.checker->solve_range + 1, 4); /* (zeroed: a small pattern touches few) */
     if (!l.good || !l.fresh || !l.marked || !l.open || !l.queued || !l.queue || !l.stack || !l.answered) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
