@@ -983,7 +983,7 @@ static PyObject *solve_liveness(PyObject *module, PyObject *args) {
     uint32_t n = (uint32_t)states;
     Liveness l = {0};
     l.checker = (PairChecker *)checker;
-    if (!checker_ready(l.checker) || checker_solve_order(l.checker)) return NULL;
+    if (!checker_ready(l.checker)) return NULL; /* (with its numbering for the solve: made at init) */
     l.n = n, l.words = (l.checker->solve_range + 63) / 64;
     if (n == 0) return Py_BuildValue("(y#[y#][])", "", (Py_ssize_t)0, "", (Py_ssize_t)0);
     /* Only ints, arrays of ids, lists and tuples of those are made here, hundreds of thousands of them for a large

@@ -196,7 +196,6 @@ changed:
  * vocabulary's size rounded up to a word; solve_token is the inverse (UINT32_MAX where no token has that
  * number).  0, or -1 with MemoryError. */
 static int checker_solve_order(PairChecker *c) {
-    if (c->solve_id) return 0;
     uint32_t n = c->size, late = 0;
     uint32_t *first = PyMem_Malloc((size_t)n * 4 + 4), *begins = PyMem_Calloc((size_t)n + 1, 4);
     if (!first || !begins) {
@@ -281,7 +280,7 @@ static void PairChecker_dealloc(PairChecker *c) {
 }
 
 static int checker_ready(PairChecker *c) {
-    if (c->rank && c->good) return 1;
+    if (c->rank && c->good && c->solve_id) return 1;
     PyErr_SetString(PyExc_RuntimeError, "PairChecker was not initialised");
     return 0;
 }
