@@ -36,7 +36,8 @@ class OptionalBuildExt(build_ext):
 core = Extension(
     "bpefst._core",
     sources=["src/core/core.c"],
-    depends=["src/core/bpe.h", "src/core/banned.h", "src/core/chunk_cache.h", "src/core/filed.h", "src/core/guide.h", "src/core/liveness.h", "src/core/minimal_dfa.h", "src/core/packed_rows.h", "src/core/pretokenize.h", "src/core/promote.h", "src/core/refine.h", "src/core/state_walk.h", "src/core/subsets.h", "src/core/trie_build.h", "src/core/trie_subtrees.h",
+    depends=["src/core/bpe.h", "src/core/banned.h", "src/core/chunk_cache.h", "src/core/filed.h", "src/core/guide.h", "src/core/liveness.h", "src/core/minimal_dfa.h", "src/core/packed_rows.h",
+             "src/core/pairs.h", "src/core/pretokenize.h", "src/core/promote.h", "src/core/refine.h", "src/core/state_walk.h", "src/core/subsets.h", "src/core/trie_build.h", "src/core/trie_subtrees.h",
              "src/core/unicode_classes.h", "src/core/validate.h", "src/core/vocab.h"],
     extra_compile_args=["-O3", "-std=c11"] if sys.platform != "win32" else [],
 )

@@ -377,6 +377,53 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     assert both_walks == [None, sum(weights), None]  # (arcs and arcs - 1 the weights do not bound: one walk, then the other)
 
 
+def test_compiled_walks_pairs_read_as_the_pure_walks_dicts(small_tokenizer) -> None:
+    """The compiled walks hand each group's (state, target) pairs over as a ``Pairs`` (two arrays): it must
+    read as the dict q -> r the pure walks make, in every way Python reads one, both from the walk state by
+    state and from the walk carrying transforms, and the solve must take it as it takes that dict."""
+    import pickle
+
+    model = small_tokenizer.model
+    trie = SpellingTrie.from_model(model)
+    keep = DEFAULT_PARTS.get(model).automaton.reachable_flags
+    pattern = trim(schema_to_dfa({"type": "array", "items": {"type": "string"}}, alphabet_for(model)))
+    chunked = pretokenized.chunked_pattern(pattern, model, chunker_for("gpt2"))
+    walker = trie.native_walker()
+    by_state = agnostic._walk_natively(walker, chunked.transitions, None, groups=True, keep=keep)
+    by_transforms = agnostic._walk_natively(walker, chunked.transitions, None, groups=True, keep=keep, transforms=True)
+    pure = agnostic._groups_by_walks(chunked.transitions, trie, None, keep)
+    assert as_lists(by_state) == as_lists(pure)
+    n = len(chunked.transitions)
+    for found, expected in [*zip(by_state, pure), *zip(by_transforms, agnostic._groups_by_transforms(
+            chunked.transitions, trie, None, keep))]:
+        pairs, oracle = found[1], expected[1]
+        assert type(pairs) is core.Pairs and len(oracle) > 0
+        assert pairs == oracle and oracle == pairs and not pairs != oracle and pairs == pairs
+        assert pairs != {**oracle, n: 0} and pairs != {} and pairs != list(oracle)
+        assert len(pairs) == len(oracle) and bool(pairs)
+        assert list(pairs) == list(oracle) and pairs.keys() == list(oracle.keys())  # (in ascending states)
+        assert pairs.values() == list(oracle.values()) and pairs.items() == list(oracle.items())
+        assert all(pairs[q] == r and q in pairs and pairs.get(q) == r for q, r in oracle.items())
+        missing = next(q for q in range(n + 1) if q not in oracle)
+        assert missing not in pairs and pairs.get(missing) is None and pairs.get(missing, -1) == -1
+        assert "0" not in pairs and 2**70 not in pairs and -1 not in pairs
+        with pytest.raises(KeyError):
+            pairs[missing]
+        assert repr(pairs) == repr(oracle) and pickle.loads(pickle.dumps(pairs)) == oracle
+        with pytest.raises(TypeError):
+            hash(pairs)
+    cut = [row.get(BOUNDARY) for row in chunked.transitions]
+    automaton = DEFAULT_PARTS.get(model).automaton
+    assert_same_liveness(by_state, n, chunked.finals, cut, automaton)
+    assert_same_liveness(by_transforms, n, chunked.finals, cut, automaton)
+    fewer = max(q for _, pairs in by_state for q in pairs)  # a lattice of fewer states than the pairs name
+    finals = [q for q in chunked.finals if q < fewer]
+    cut = [r if r is not None and r < fewer else None for r in cut[:fewer]]
+    for groups in (by_state, [(tokens, dict(pairs)) for tokens, pairs in by_state]):  # refused as a dict's are
+        with pytest.raises(IndexError, match="outside 0 .. n - 1"):
+            on_demand.solve_liveness(groups, fewer, finals, cut, automaton, engine="compiled")
+
+
 def test_equal_token_lists_are_one_group_whatever_state_files_them() -> None:
     """State 2 repeats state 0's row (not walked again), state 3 reorders it (walked: the same lists), and
     state 1 reads token 3 alone, as state 0 does, to another target: one group per distinct list, each
@@ -850,6 +897,10 @@ def assert_same_liveness(groups, n, finals, cut, automaton) -> None:
     compiled = on_demand.solve_liveness(groups, n, finals, cut, automaton, engine="compiled")
     pure = on_demand.solve_liveness(groups, n, finals, cut, automaton, engine="pure")
     assert compiled[0] == pure[0]
+    if any(type(pairs) is core.Pairs for _, pairs in groups):  # the compiled walks' pairs, read as arrays
+        as_dicts = on_demand.solve_liveness([(tokens, dict(pairs)) for tokens, pairs in groups], n, finals, cut,
+                                            automaton, engine="compiled")
+        assert as_dicts[0] == compiled[0] and as_dicts[1] == compiled[1]
     filed = compiled[1]
     assert type(filed).__name__ == "Filed" and len(filed) == n
     assert filed == pure[1] and pure[1] == filed and not filed != pure[1] and list(filed) == pure[1]

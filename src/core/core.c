@@ -38,6 +38,7 @@ enum { ENCODED = 0, DECLINED = 1, NO_MEMORY = -1 };
 #include "validate.h"
 #include "banned.h"
 #include "packed_rows.h"
+#include "pairs.h"
 #include "promote.h"
 #include "state_walk.h"
 #include "liveness.h"
@@ -840,7 +841,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__core(void) {
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&PairCheckerType) < 0 || PyType_Ready(&BannedIndexType) < 0 ||
         PyType_Ready(&TrieWalkerType) < 0 || PyType_Ready(&GuideCoreType) < 0 || PyType_Ready(&PackedRowsType) < 0 ||
-        PyType_Ready(&FiledType) < 0 || PyType_Ready(&StateWalkType) < 0 || PyType_Ready(&SharedSubsetsType) < 0)
+        PyType_Ready(&PairsType) < 0 || PyType_Ready(&FiledType) < 0 || PyType_Ready(&StateWalkType) < 0 ||
+        PyType_Ready(&SharedSubsetsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -850,6 +852,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     Py_INCREF(&TrieWalkerType);
     Py_INCREF(&GuideCoreType);
     Py_INCREF(&PackedRowsType);
+    Py_INCREF(&PairsType);
     Py_INCREF(&FiledType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddObject(m, "PairChecker", (PyObject *)&PairCheckerType) < 0 ||
@@ -857,6 +860,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddObject(m, "TrieWalker", (PyObject *)&TrieWalkerType) < 0 ||
         PyModule_AddObject(m, "GuideCore", (PyObject *)&GuideCoreType) < 0 ||
         PyModule_AddObject(m, "PackedRows", (PyObject *)&PackedRowsType) < 0 ||
+        PyModule_AddObject(m, "Pairs", (PyObject *)&PairsType) < 0 ||
         PyModule_AddObject(m, "Filed", (PyObject *)&FiledType) < 0 ||
         PyModule_AddIntConstant(m, "DECODER_NO_ARC", DECODER_NO_ARC) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_CLASSES_FROM", UNICODE_CLASSES_REGEX_VERSION) < 0 ||
@@ -870,6 +874,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         Py_DECREF(&TrieWalkerType);
         Py_DECREF(&GuideCoreType);
         Py_DECREF(&PackedRowsType);
+        Py_DECREF(&PairsType);
         Py_DECREF(&FiledType);
         Py_DECREF(m);
         return NULL;

@@ -172,14 +172,15 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
     size_t tokens = 0, pairs = 0;
     for (Py_ssize_t g = 0; g < G; g++) {
         PyObject *group = PyList_GET_ITEM(groups, g);
-        if (!PyTuple_Check(group) || PyTuple_GET_SIZE(group) != 2 || !PyDict_Check(PyTuple_GET_ITEM(group, 1))) {
-            PyErr_SetString(PyExc_TypeError, "solve_liveness: groups are (tokens, dict q -> r) pairs");
+        PyObject *pairs_of = PyTuple_Check(group) && PyTuple_GET_SIZE(group) == 2 ? PyTuple_GET_ITEM(group, 1) : NULL;
+        if (!pairs_of || !(PyDict_Check(pairs_of) || PyObject_TypeCheck(pairs_of, &PairsType))) {
+            PyErr_SetString(PyExc_TypeError, "solve_liveness: groups are (tokens, pairs q -> r: a dict or a Pairs)");
             return -1;
         }
         Py_ssize_t count = token_count(PyTuple_GET_ITEM(group, 0));
         if (count < 0) return -1;
         tokens += (size_t)count;
-        pairs += (size_t)PyDict_Size(PyTuple_GET_ITEM(group, 1));
+        pairs += (size_t)(PyDict_Check(pairs_of) ? PyDict_Size(pairs_of) : ((Pairs *)pairs_of)->size);
     }
     if (pairs >= UINT32_MAX || tokens >= UINT32_MAX || (size_t)G >= NO_GROUP) {
         PyErr_SetString(PyExc_OverflowError, "solve_liveness: too many lattice arcs");
@@ -213,6 +214,23 @@ static int liveness_read_groups(Liveness *l, PyObject *groups) {
         for (uint32_t *token = l->group_token + k, *end = token + count; token < end; token++)
             *token = l->checker->solve_id[*token];
         k += (size_t)count;
+        if (PyObject_TypeCheck(PyTuple_GET_ITEM(group, 1), &PairsType)) { /* the compiled walks' (pairs.h) */
+            const Pairs *x = (const Pairs *)PyTuple_GET_ITEM(group, 1);
+            if (p + (size_t)x->size > pairs) {
+                PyErr_SetString(PyExc_RuntimeError, "solve_liveness: a group changed while read");
+                goto fail;
+            }
+            for (Py_ssize_t i = 0; i < x->size; i++, p++) {
+                if ((uint32_t)x->source[i] >= l->n || (uint32_t)x->target[i] >= l->n) {
+                    PyErr_SetString(PyExc_IndexError, "solve_liveness: a state outside 0 .. n - 1");
+                    goto fail;
+                }
+                l->pair_q[p] = (uint32_t)x->source[i], pair_r[p] = (uint32_t)x->target[i];
+                l->pair_group[p] = (uint32_t)g;
+                l->pred_start[pair_r[p] + 1]++;
+            }
+            continue;
+        }
         Py_ssize_t at = 0;
         while (PyDict_Next(PyTuple_GET_ITEM(group, 1), &at, &q_obj, &r_obj)) {
             if (p >= pairs) { /* (the dict grew under us: only a misbehaving caller) */

@@ -1086,38 +1086,55 @@ static int walker_sources(PyObject *sources, Py_ssize_t states, Py_buffer *view,
     return 0;
 }
 
-/* The Python groups of a grouped walk: per group of `table` its tokens (an array('I')) and {q: target} from the
- * (group, q, target) triples of `filed`, in the order the groups were made, as (tokens, pairs) tuples. */
-static PyObject *walker_groups_made(TrieWalker *w, const GroupTable *table, const Ints *filed, PyObject **state_object) {
-    PyObject *out = PyList_New((Py_ssize_t)table->groups), **pairs = calloc(table->groups + 1, sizeof(PyObject *));
-    int status = out && pairs ? 0 : -1;
-    if (!pairs) PyErr_NoMemory();
-    for (size_t g = 0; !status && g < table->groups; g++) {
+/* The Python groups of a grouped walk: per group of `table` its tokens (an array('I')) and its pairs q -> target
+ * (a Pairs, pairs.h) from the (group, q, target) triples of `filed`, in the order the groups were made, as
+ * (tokens, pairs) tuples. */
+static PyObject *walker_groups_made(const GroupTable *table, const Ints *filed) {
+    size_t groups = table->groups;
+    PyObject *out = PyList_New((Py_ssize_t)groups);
+    Pairs **pairs = calloc(groups + 1, sizeof(Pairs *));
+    Py_ssize_t *count = calloc(groups + 1, sizeof(Py_ssize_t));
+    int status = out && pairs && count ? 0 : -1;
+    if (!pairs || !count) PyErr_NoMemory();
+    for (size_t k = 0; !status && k + 3 <= filed->length; k += 3) count[filed->data[k]]++;
+    for (size_t g = 0; !status && g < groups; g++) {
         size_t from = table->start[g], size = table->start[g + 1] - from;
         PyObject *tokens = token_array((const uint32_t *)table->tokens.data + from, size);
-        if (!tokens || !(pairs[g] = PyDict_New())) {
+        if (!tokens || !(pairs[g] = pairs_new(count[g]))) {
             Py_XDECREF(tokens);
             status = -1;
             break;
         }
-        PyObject *group = status ? NULL : PyTuple_Pack(2, tokens, pairs[g]);
+        PyObject *group = PyTuple_Pack(2, tokens, (PyObject *)pairs[g]);
         Py_DECREF(tokens);
         if (!group) {
             status = -1;
             break;
         }
-        /* A tuple of an array and an int dict can be in no cycle: untracked, the collector never walks it
-         * (as CPython untracks such tuples and dicts itself). */
+        /* A tuple of an array and a Pairs can be in no cycle: untracked, the collector never walks it. */
         PyObject_GC_UnTrack(group);
         PyList_SET_ITEM(out, (Py_ssize_t)g, group);
+        count[g] = 0; /* (now the pairs filled) */
     }
-    for (size_t k = 0; !status && k + 3 <= filed->length; k += 3) {
-        int32_t g = filed->data[k], q = filed->data[k + 1], r = filed->data[k + 2];
-        status = PyDict_SetItem(pairs[g], state_object[q], state_object[r]);
+    for (size_t k = 0; !status && k + 3 <= filed->length; k += 3) { /* in filing order: by state */
+        Pairs *x = pairs[filed->data[k]];
+        x->source[count[filed->data[k]]] = filed->data[k + 1];
+        x->target[count[filed->data[k]]++] = filed->data[k + 2];
+    }
+    for (size_t g = 0; !status && g < groups; g++) {
+        if (pairs_ascending(pairs[g]->source, pairs[g]->size)) continue;
+        /* (a group filed twice by one state, which the grouping by target rules out: the dict it stands for) */
+        PyObject *as_dict = pairs_as_dict(pairs[g]);
+        if (!as_dict) {
+            status = -1;
+            break;
+        }
+        PyObject *group = PyList_GET_ITEM(out, (Py_ssize_t)g);
+        Py_SETREF(((PyTupleObject *)group)->ob_item[1], as_dict);
     }
     if (pairs)
-        for (size_t g = 0; g < table->groups; g++) Py_XDECREF(pairs[g]); /* the tuples hold theirs */
-    free(pairs);
+        for (size_t g = 0; g < groups; g++) Py_XDECREF(pairs[g]); /* the tuples hold theirs */
+    free(pairs), free(count);
     if (status) Py_CLEAR(out);
     return out;
 }
@@ -1237,13 +1254,13 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     /* what the objects are made from is all the walk needs now: the lookup and the stack go first */
     lookup_free(&lookup), free(stack.data), free(memo.slots);
     memset(&lookup, 0, sizeof lookup), memset(&stack, 0, sizeof stack), memset(&memo, 0, sizeof memo);
-    for (Py_ssize_t q = 0; q < n; q++)
+    for (Py_ssize_t q = 0; !groups && q < n; q++)
         if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
     /* the objects made here hold only ints: no collection is needed while they are made (the GIL is held
      * and no Python code runs, so no other thread sees the collector off) */
     int collecting = PyGC_Disable();
     if (groups) {
-        out = walker_groups_made(w, &table, &filed, target_object);
+        out = walker_groups_made(&table, &filed);
     } else if ((out = PyList_New(0))) {
         for (Py_ssize_t q = 0; q < n; q++)
             if (walker_emit_row(w, found.data + 2 * pair_from[q], pair_to[q] - pair_from[q], target_object, out, keep)) {
@@ -1467,7 +1484,7 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
         PyBuffer_Release(&keep_view);
         return NULL;
     }
-    PyObject *result = NULL, *out = NULL, **state_object = NULL;
+    PyObject *result = NULL, *out = NULL;
     Lookup lookup = {0};
     Transforms t = {0};
     Ints found = {0}, order = {0};
@@ -1621,18 +1638,24 @@ walked:
         PyErr_SetString(PyExc_ValueError, "walk_transforms: the trie spells a token twice");
         goto done;
     }
-    state_object = calloc((size_t)n + 1, sizeof(PyObject *));
-    if (!state_object || !(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
-    for (Py_ssize_t q = 0; q < n; q++)
-        if (!(state_object[q] = PyLong_FromSsize_t(q))) goto done;
-    int collecting = PyGC_Disable(); /* arrays, tuples and int dicts only: no cycle to collect */
+    if (!(out = PyList_New((Py_ssize_t)(order.length / 2)))) goto nomemory;
+    int collecting = PyGC_Disable(); /* arrays, tuples and Pairs only: no cycle to collect */
     for (size_t g = 0; g < order.length / 2; g++) {
         int32_t id = order.data[2 * g + 1];
         const Transform *x = &t.items[id];
-        PyObject *list = token_array((const uint32_t *)tokens + start[id], (size_t)count[id]), *pairs = PyDict_New(), *group = NULL;
-        int failed = !list || !pairs;
-        for (int32_t i = 0; !failed && i < x->size; i++)
-            failed = PyDict_SetItem(pairs, state_object[x->source[i]], state_object[x->target[i]]) < 0;
+        PyObject *list = token_array((const uint32_t *)tokens + start[id], (size_t)count[id]), *group = NULL;
+        Pairs *made = list ? pairs_new(x->size) : NULL;
+        PyObject *pairs = (PyObject *)made;
+        int failed = !made;
+        if (made) {
+            memcpy(made->source, x->source, (size_t)x->size * sizeof(int32_t));
+            memcpy(made->target, x->target, (size_t)x->size * sizeof(int32_t));
+            if (!pairs_ascending(made->source, made->size)) { /* (interned sources are ascending: a dict if not) */
+                pairs = pairs_as_dict(made);
+                Py_DECREF(made);
+                failed = !pairs;
+            }
+        }
         if (!failed) group = PyTuple_Pack(2, list, pairs);
         Py_XDECREF(list), Py_XDECREF(pairs);
         if (!group) {
@@ -1649,9 +1672,6 @@ nomemory:
     PyErr_NoMemory();
 done:
     Py_XDECREF(out);
-    if (state_object)
-        for (Py_ssize_t q = 0; q < n; q++) Py_XDECREF(state_object[q]);
-    free(state_object);
     transforms_free(&t);
     lookup_free(&lookup);
     free(found.data), free(order.data);
