@@ -1121,17 +1121,11 @@ static PyObject *walker_groups_made(const GroupTable *table, const Ints *filed) 
         x->source[count[filed->data[k]]] = filed->data[k + 1];
         x->target[count[filed->data[k]]++] = filed->data[k + 2];
     }
-    for (size_t g = 0; !status && g < groups; g++) {
-        if (pairs_ascending(pairs[g]->source, pairs[g]->size)) continue;
-        /* (a group filed twice by one state, which the grouping by target rules out: the dict it stands for) */
-        PyObject *as_dict = pairs_as_dict(pairs[g]);
-        if (!as_dict) {
+    for (size_t g = 0; !status && g < groups; g++)
+        if (!pairs_ascending(pairs[g]->source, pairs[g]->size)) { /* (one state, one target per token: cannot be) */
+            PyErr_SetString(PyExc_RuntimeError, "walk: a group filed twice by one state");
             status = -1;
-            break;
         }
-        PyObject *group = PyList_GET_ITEM(out, (Py_ssize_t)g);
-        Py_SETREF(((PyTupleObject *)group)->ob_item[1], as_dict);
-    }
     if (pairs)
         for (size_t g = 0; g < groups; g++) Py_XDECREF(pairs[g]); /* the tuples hold theirs */
     free(pairs), free(count);
@@ -1644,19 +1638,14 @@ walked:
         int32_t id = order.data[2 * g + 1];
         const Transform *x = &t.items[id];
         PyObject *list = token_array((const uint32_t *)tokens + start[id], (size_t)count[id]), *group = NULL;
-        Pairs *made = list ? pairs_new(x->size) : NULL;
-        PyObject *pairs = (PyObject *)made;
-        int failed = !made;
-        if (made) {
-            memcpy(made->source, x->source, (size_t)x->size * sizeof(int32_t));
-            memcpy(made->target, x->target, (size_t)x->size * sizeof(int32_t));
-            if (!pairs_ascending(made->source, made->size)) { /* (interned sources are ascending: a dict if not) */
-                pairs = pairs_as_dict(made);
-                Py_DECREF(made);
-                failed = !pairs;
-            }
+        Pairs *pairs = list ? pairs_new(x->size) : NULL;
+        if (pairs && !pairs_ascending(x->source, x->size)) /* (a step keeps its sources' order: cannot be) */
+            PyErr_SetString(PyExc_RuntimeError, "walk_transforms: a transform's states out of order");
+        else if (pairs) {
+            memcpy(pairs->source, x->source, (size_t)x->size * sizeof(int32_t));
+            memcpy(pairs->target, x->target, (size_t)x->size * sizeof(int32_t));
+            group = PyTuple_Pack(2, list, (PyObject *)pairs);
         }
-        if (!failed) group = PyTuple_Pack(2, list, pairs);
         Py_XDECREF(list), Py_XDECREF(pairs);
         if (!group) {
             if (collecting) PyGC_Enable();
