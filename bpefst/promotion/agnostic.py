@@ -589,7 +589,7 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
             return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True)
         return _groups_by_transforms(transitions, trie, max_arcs, keep)
     weights = _row_weights(transitions, trie.leading_counts())
-    heavy = bytes(map(_TRANSFORM_WALK_WEIGHT.__le__, weights))  # (a generator: 3-4 ms over 50,000 states)
+    heavy = bytes(map(_TRANSFORM_WALK_WEIGHT.__le__, weights))  # (a generator expression took 3-4 ms for 50,000)
     if not any(heavy):
         return _walk_one_by_one(transitions, trie, walker, max_arcs, keep)
     if walker is not None and (max_arcs is None or sum(weights) <= max_arcs):  # (no refusal to wait for: below)
