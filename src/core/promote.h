@@ -1165,14 +1165,14 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     RowMemo memo = {0};
     GroupTable table = {0};
     Ints found = {0}, stack = {0}, scratch = {0}, sorted = {0}, filed = {0};
-    PyObject **target_object = calloc((size_t)n + 1, sizeof(PyObject *));
+    PyObject **target_object = groups ? NULL : calloc((size_t)n + 1, sizeof(PyObject *)); /* (rows' values) */
     int32_t *group_of = malloc(((size_t)n + 1) * sizeof(int32_t));
     int32_t *state_of_row = malloc(((size_t)rows.packed + 1) * sizeof(int32_t));
     size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
     long long *arcs_of = malloc(((size_t)n + 1) * sizeof(long long)); /* per walked state, its arcs before keep */
     PyObject *out = NULL, *result = NULL;
-    if (lookup_init_released(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || !target_object || !group_of ||
-        !state_of_row || !pair_from || !pair_to || !arcs_of) {
+    if (lookup_init_released(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || (!groups && !target_object) ||
+        !group_of || !state_of_row || !pair_from || !pair_to || !arcs_of) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1248,7 +1248,7 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     /* what the objects are made from is all the walk needs now: the lookup and the stack go first */
     lookup_free(&lookup), free(stack.data), free(memo.slots);
     memset(&lookup, 0, sizeof lookup), memset(&stack, 0, sizeof stack), memset(&memo, 0, sizeof memo);
-    for (Py_ssize_t q = 0; !groups && q < n; q++)
+    for (Py_ssize_t q = 0; target_object && q < n; q++)
         if (!(target_object[q] = PyLong_FromSsize_t(q))) goto done;
     /* the objects made here hold only ints: no collection is needed while they are made (the GIL is held
      * and no Python code runs, so no other thread sees the collector off) */
