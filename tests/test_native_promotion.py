@@ -47,7 +47,7 @@ from bpefst.artifact import unpack_ints
 from bpefst.automata import DFA, minimize, trim
 from bpefst.bpe import MergeForest, build_canonical
 from bpefst.automata.errors import ArcLimitExceeded, StateLimitExceeded
-from bpefst.promotion import agnostic, on_demand, pretokenized
+from bpefst.promotion import agnostic, guide_cache, on_demand, pretokenized
 from bpefst.promotion.agnostic import SpellingTrie
 from bpefst.promotion.canonical import token_mask
 from bpefst.promotion.chunking import chunker_for
@@ -908,6 +908,8 @@ def assert_same_liveness(groups, n, finals, cut, automaton) -> None:
     with pytest.raises(IndexError):
         filed[n]
     assert pickle.loads(pickle.dumps(filed)) == pure[1]
+    # what a guide file stores: the compiled pass, the Python pass over it and over the pure solve's lists
+    assert filed.packed() == guide_cache.packed_filed_in_python(filed) == guide_cache.packed_filed_in_python(pure[1])
     group_tokens = {id(tokens) for tokens, _ in groups}
     assert all(id(tokens) in group_tokens or type(tokens) is list for row in filed for tokens, _ in row)
     # equal bitsets come out as one object on both engines (memory: string states share their good set)
@@ -947,6 +949,22 @@ def test_liveness_over_cl100k_matches_where_string_bodies_repeat_checks() -> Non
     parts = DEFAULT_PARTS.get(model)
     inputs = liveness_inputs(model, schema_to_dfa(schema, alphabet_for(model)), parts=(parts.automaton, parts.trie))
     assert_same_liveness(*inputs)
+
+
+def test_filed_packs_a_token_object_filed_by_two_groups_as_one_group(small_tokenizer) -> None:
+    """A guide numbers groups by token object (a walk's group is one object under many states): two groups
+    given the same object are one stored group, in the compiled packing as in the Python pass."""
+    pattern = real_patterns(small_tokenizer.model)["e-mail"]
+    groups, n, finals, cut, automaton = liveness_inputs(small_tokenizer.model, pattern)
+    tokens, pairs = next((tokens, pairs) for tokens, pairs in groups if len(pairs) > 1)
+    split = sorted(pairs)
+    doubled = groups + [(tokens, {q: pairs[q] for q in split[: len(split) // 2]})]
+    filed = on_demand.solve_liveness(doubled, n, finals, cut, automaton, engine="compiled")[1]
+    rows, stored = filed.packed()
+    assert (rows, stored) == guide_cache.packed_filed_in_python(filed)
+    assert len(stored) < sum(len(row) for row in filed)  # groups were shared, so numbering by object mattered
+    named = {number for row in rows for number in unpack_ints(row)[0::2]}
+    assert named == set(range(len(stored)))
 
 
 @lru_cache(maxsize=None)

@@ -254,17 +254,19 @@ def _atom_ranges(atoms: tuple[tuple[str, str], ...]) -> list[Ranges]:
 
 
 def _subtract(a: Ranges, b: Ranges) -> Ranges:
-    """The code points of ``a`` not in ``b`` (both sorted, disjoint)."""
+    """The code points of ``a`` not in ``b`` (both sorted, disjoint): one pass over both."""
     out: list[tuple[int, int]] = []
+    first = 0  # b's ranges before it end below every range of a still to come
     for lo, hi in a:
-        for blo, bhi in b:
-            if bhi < lo or blo > hi:
-                continue
+        while first < len(b) and b[first][1] < lo:
+            first += 1
+        k = first
+        while k < len(b) and b[k][0] <= hi and lo <= hi:
+            blo, bhi = b[k]
             if blo > lo:
                 out.append((lo, blo - 1))
-            lo = bhi + 1
-            if lo > hi:
-                break
+            lo = max(lo, bhi + 1)
+            k += 1
         if lo <= hi:
             out.append((lo, hi))
     return normalize(out)

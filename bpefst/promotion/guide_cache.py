@@ -75,17 +75,8 @@ def setup_fields(lazy: OnDemandCanonical) -> dict:
     (:mod:`.token_guide_io`) hold.  Lattice states share token groups (a group is filed under every state it
     leaves) and often equal good sets, so both are stored once and referred to by number."""
     parts = lazy.liveness()
-    groups: dict[int, tuple] = {}  # id(tokens) -> (tokens, its number)
-    group_data: list[bytes] = []
     goods: dict[int, int] = {}
     good_data: list[bytes] = []
-
-    def group(tokens) -> int:
-        found = groups.get(id(tokens))
-        if found is None or found[0] is not tokens:  # kept beside its number, so its id is not reused
-            found = groups[id(tokens)] = (tokens, len(group_data))
-            group_data.append(pack_ints(tokens))
-        return found[1]
 
     def good(mask: int) -> int:
         k = goods.get(mask)
@@ -98,15 +89,45 @@ def setup_fields(lazy: OnDemandCanonical) -> dict:
         good_data, good_numbers = parts["good"].table, parts["good"].numbers
     else:
         good_numbers = [good(g) for g in parts["good"]]
+    filed, group_data = packed_filed(parts["filed"])
     return {
         "start": parts["start"],
         "finals": pack_ints(sorted(parts["finals"])),
         "cut": pack_ints(NO_CUT if r is None else r for r in parts["cut"]),
         "good": pack_ints(good_numbers),  # numbers into goods
-        "filed": [pack_ints(x for tokens, r in row for x in (group(tokens), r)) for row in parts["filed"]],  # (group, r) pairs
+        "filed": filed,  # per state its (group, r) pairs
         "goods": good_data,
         "groups": group_data,
     }
+
+
+def packed_filed(filed) -> tuple[list[bytes], list[bytes]]:
+    """``(rows, groups)``: per state its filed ``(group, r)`` pairs, and each group's tokens, packed as uint32.
+
+    A group is one token object however many states file it, so groups are
+    numbered by object, in the order the rows first name them.  The compiled
+    solve's ``Filed`` makes the same bytes itself (``Filed.packed``: cl100k's
+    median JSON Schema files 430,000 pairs, 0.6 s here and 16 ms there).
+    """
+    if hasattr(filed, "packed"):
+        return filed.packed()
+    return packed_filed_in_python(filed)
+
+
+def packed_filed_in_python(filed) -> tuple[list[bytes], list[bytes]]:
+    """:func:`packed_filed`'s pass over ``filed[q]`` (a list per state of ``(tokens, r)``): the spec of ``Filed.packed``."""
+    numbers: dict[int, tuple] = {}  # id(tokens) -> (tokens, its number)
+    groups: list[bytes] = []
+
+    def number(tokens) -> int:
+        found = numbers.get(id(tokens))
+        if found is None or found[0] is not tokens:  # kept beside its number, so its id is not reused
+            found = numbers[id(tokens)] = (tokens, len(groups))
+            groups.append(pack_ints(tokens))
+        return found[1]
+
+    rows = [pack_ints(x for tokens, r in filed[q] for x in (number(tokens), r)) for q in range(len(filed))]
+    return rows, groups
 
 
 def liveness_of(fields: dict) -> dict:
