@@ -18,13 +18,13 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpefst.automata import DFA, NFA, StateLimitExceeded, enumerate_strings, minimize, sampler, shortest_accepted
+from bpefst.automata import DFA, NFA, StateLimitExceeded, enumerate_strings, minimize, sampler, shortest_accepted, trim
 from bpefst import native
 from bpefst.errors import BpefstError
 from bpefst.regex import ByteAlphabet, CharAlphabet, RegexSyntaxError, compile_regex
 from bpefst.regex.compiler import _minimal_natively, minimal_dfa, minimal_of_dfa
 from bpefst.regex.charsets import scalar_ranges
-from bpefst.regex.utf8 import utf8_dfa
+from bpefst.regex.utf8 import utf8_decoder, utf8_dfa
 
 BYTES = ByteAlphabet()
 
@@ -202,6 +202,61 @@ def test_utf8_automaton_of_ranges_matches_encoding():
                 continue
             inside = any(lo <= cp <= hi for lo, hi in ranges)
             assert dfa.accepts(chr(cp).encode("utf-8")) == inside
+
+
+def _decoded(rows, raw: bytes):
+    """Where ``raw`` leads in a ``utf8_decoder``: the class its last byte ends a character in, "mid" when it stops
+    inside one, None where a byte has no arc (or a character ended before the last byte)."""
+    d = 0
+    for i, byte in enumerate(raw):
+        nxt = rows[d].get(byte)
+        if nxt is None:
+            return None
+        if nxt < 0:
+            return -1 - nxt if i == len(raw) - 1 else None
+        d = nxt
+    return "mid"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_utf8_class_decoder_reads_each_character_into_its_class(seed):
+    """utf8_decoder against Python's UTF-8 encoder: every scalar value of a class ends in that class (the
+    classes: random disjoint ranges, or the real presets' atoms), one of no class has no path, invalid UTF-8
+    has none either, and the DFA is minimal (each class's ending a final state of its own)."""
+    from bpefst.promotion.chunking import chunker_for
+
+    rng = random.Random(seed)
+    if seed < 3:
+        classes = chunker_for(("gpt2", "cl100k", "o200k")[seed]).atom_ranges
+    else:
+        cuts = sorted(rng.sample(range(1, 0x110000), 40))
+        spans = [(lo, hi - 1) for lo, hi in zip([0] + cuts, cuts + [0x110000])]
+        classes = [[] for _ in range(rng.randrange(2, 6))]
+        for lo, hi in spans:
+            for part in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), hi)):
+                if part[0] <= part[1] and rng.random() < 0.8:
+                    classes[rng.randrange(len(classes))].append(part)
+        classes = [tuple(ranges) for ranges in classes]
+    rows = utf8_decoder(classes)
+    edges = [b for ranges in classes for lo, hi in ranges for b in (lo - 1, lo, hi, hi + 1)]
+    points = edges + [rng.randrange(0x110000) for _ in range(3000)] + [0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000]
+    for cp in points:
+        if not 0 <= cp <= 0x10FFFF or 0xD800 <= cp <= 0xDFFF:
+            continue
+        raw = chr(cp).encode("utf-8")
+        owner = next((k for k, ranges in enumerate(classes) if any(lo <= cp <= hi for lo, hi in ranges)), None)
+        assert _decoded(rows, raw) == owner, hex(cp)
+        for cut in range(1, len(raw)):  # a character's prefix stops inside it, or dies where no class goes on
+            assert _decoded(rows, raw[:cut]) in ("mid", None)
+    for raw in (b"\x80", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf0\x80\x80\x80",
+                b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80", b"\xff"):
+        assert _decoded(rows, raw) is None, raw
+    # minimal: with class k's ending a final state of its own (a loop on 256 + k tells them apart), nothing merges
+    ends = len(rows)
+    transitions = [{b: (ends - 1 - v if v < 0 else v) for b, v in row.items()} for row in rows]
+    transitions += [{256 + k: ends + k} for k in range(len(classes))]
+    dfa = DFA(transitions, 0, frozenset(range(ends, ends + len(classes))), check=False)
+    assert minimize(dfa).num_states == trim(dfa).num_states
 
 
 def test_unicode_classes_use_the_oracles_tables():
