@@ -94,6 +94,7 @@ class TokenizerParts:
         if warm:
             if trie.native_walker() is None:  # (the compiled walks read only the packed trie; the pure ones these)
                 trie.chains(), trie.subtrees()
+            trie.leading_counts()  # the rows' weights that split every walk read them
             automaton.banned_mask(0)  # builds the index of one token's banned set that decoding steps read
             automaton.pair_checker()  # and the pair test the liveness solve reads
             automaton.banned_index()  # and the index the shared rows read banned sets off
@@ -164,7 +165,8 @@ class TokenizerParts:
         if stored["encoding"] != encoding:
             raise _Unusable(f"holds an {stored['encoding']} A_BPE where bpefst builds an {encoding} one")
         automaton = ExplicitCanonical.from_tables(forest, stored["explicit"]) if encoding == "explicit" else ImplicitCanonical(forest)
-        automaton.banned_mask(0)  # warm, as build() leaves it
+        trie.leading_counts()  # warm, as build() leaves it
+        automaton.banned_mask(0)
         automaton.pair_checker()
         automaton.banned_index()
         return cls(trie, automaton)
