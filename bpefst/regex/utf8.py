@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from ..automata import DFA
-from .charsets import Ranges
+from .charsets import Ranges, normalize
 
 _LENGTH_CLASSES = ((1, 0x0, 0x7F, 0x00), (2, 0x80, 0x7FF, 0xC0), (3, 0x800, 0xFFFF, 0xE0), (4, 0x10000, 0x10FFFF, 0xF0))
 
@@ -34,20 +34,18 @@ def encode(codepoint: int) -> bytes:
     return chr(codepoint).encode("utf-8")
 
 
-def _clip_blocks(ranges: tuple[tuple[int, ...], ...], block: int) -> dict[int, tuple[tuple[int, ...], ...]]:
-    """Split ``ranges`` at multiples of ``block``: block index -> ranges shifted into ``[0, block)``.
-
-    A range is ``(low, high, *what)``: anything after the bounds (a class) goes along."""
-    out: dict[int, list[tuple[int, ...]]] = {}
-    for lo, hi, *what in ranges:
+def _clip_blocks(ranges: Ranges, block: int) -> dict[int, Ranges]:
+    """Split ``ranges`` at multiples of ``block``: block index -> ranges shifted into ``[0, block)``."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for lo, hi in ranges:
         for b in range(lo // block, hi // block + 1):
             base = b * block
-            out.setdefault(b, []).append((max(lo, base) - base, min(hi, base + block - 1) - base, *what))
+            out.setdefault(b, []).append((max(lo, base) - base, min(hi, base + block - 1) - base))
     return {b: tuple(parts) for b, parts in out.items()}
 
 
-def _clip(ranges: tuple[tuple[int, ...], ...], lo: int, hi: int) -> tuple[tuple[int, ...], ...]:
-    return tuple((max(a, lo), min(b, hi), *what) for a, b, *what in ranges if a <= hi and b >= lo)
+def _clip(ranges: Ranges, lo: int, hi: int) -> Ranges:
+    return tuple((max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo)
 
 
 @lru_cache(maxsize=1024)
@@ -93,19 +91,22 @@ def utf8_decoder(classes: Sequence[Ranges]) -> list[dict[int, int]]:
 
     ``rows[d][byte]`` is the next state, or ``-1 - k`` where the character
     ends in ``classes[k]``; state 0 is the start (between characters).  The
-    construction of :func:`utf8_dfa` with each residual range carrying its
-    class: a state is ``(k, residual with classes)``, equal pairs are shared,
-    and two states with different pairs differ in what they accept or in the
-    class a character ends in, so the result is minimal.  States are numbered
-    as first reached, depth first, bytes ascending.  Invalid UTF-8 has no path.
+    construction of :func:`utf8_dfa` with a residual per class: a state is
+    ``k`` with each class's residual, equal ones are shared, and two states
+    that differ differ in what they accept or in the class a character ends
+    in, so the result is minimal.  States are numbered as first reached,
+    depth first, bytes ascending.  Invalid UTF-8 has no path.
     """
-    spans: list[tuple[int, int, int]] = []
-    for lo, hi, k in sorted((lo, hi, k) for k, ranges in enumerate(classes) for lo, hi in ranges):
-        if spans and spans[-1][2] == k and spans[-1][1] + 1 == lo:  # one class's adjacent ranges as one, or
-            lo = spans.pop()[0]  # equal residuals would be told apart by how they were written
-        spans.append((lo, hi, k))
     rows: list[dict[int, int]] = [{}]
     memo: dict[tuple, int] = {}
+
+    def split(residual: tuple, block: int) -> dict[int, tuple]:
+        """Each class's residual split at multiples of ``block``: block index -> (class, its part) pairs."""
+        out: dict[int, list] = {}
+        for c, ranges in residual:
+            for b, part in _clip_blocks(ranges, block).items():
+                out.setdefault(b, []).append((c, part))
+        return {b: tuple(parts) for b, parts in sorted(out.items())}
 
     def state(k: int, residual: tuple) -> int:
         key = (k, residual)
@@ -115,20 +116,25 @@ def utf8_decoder(classes: Sequence[Ranges]) -> list[dict[int, int]]:
             row: dict[int, int] = {}
             rows.append(row)
             if k == 1:
-                for lo, hi, c in residual:
-                    row.update(dict.fromkeys(range(0x80 | lo, 0x80 | hi + 1), -1 - c))
+                for c, ranges in residual:
+                    for lo, hi in ranges:
+                        row.update(dict.fromkeys(range(0x80 | lo, 0x80 | hi + 1), -1 - c))
+                rows[q] = dict(sorted(row.items()))
             else:
-                for d, part in sorted(_clip_blocks(residual, 64 ** (k - 1)).items()):
+                for d, part in split(residual, 64 ** (k - 1)).items():
                     row[0x80 | d] = state(k - 1, part)
         return q
 
     start = rows[0]
+    classes = [normalize(ranges) for ranges in classes]  # (one class's adjacent ranges written as two: one state)
     for n, low, high, lead in _LENGTH_CLASSES:
-        part = _clip(tuple(spans), low, high)
+        clipped = tuple((c, part) for c, ranges in enumerate(classes) if (part := _clip(ranges, low, high)))
         if n == 1:
-            for lo, hi, c in part:
-                start.update(dict.fromkeys(range(lo, hi + 1), -1 - c))
+            for c, ranges in clipped:
+                for lo, hi in ranges:
+                    start.update(dict.fromkeys(range(lo, hi + 1), -1 - c))
             continue
-        for payload, residual in sorted(_clip_blocks(part, 64 ** (n - 1)).items()):
+        for payload, residual in split(clipped, 64 ** (n - 1)).items():
             start[lead | payload] = state(n - 1, residual)
+    rows[0] = dict(sorted(start.items()))
     return rows
