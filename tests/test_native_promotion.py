@@ -953,14 +953,18 @@ def test_liveness_over_cl100k_matches_where_string_bodies_repeat_checks() -> Non
 
 def test_filed_packs_a_token_object_filed_by_two_groups_as_one_group(small_tokenizer) -> None:
     """A guide numbers groups by token object (a walk's group is one object under many states): two groups
-    given the same object are one stored group, in the compiled packing as in the Python pass."""
+    given the same object are one stored group, in the compiled packing as in the Python pass; groups given
+    as lists of ints are packed alike."""
     pattern = real_patterns(small_tokenizer.model)["e-mail"]
     groups, n, finals, cut, automaton = liveness_inputs(small_tokenizer.model, pattern)
     tokens, pairs = next((tokens, pairs) for tokens, pairs in groups if len(pairs) > 1)
     split = sorted(pairs)
     doubled = groups + [(tokens, {q: pairs[q] for q in split[: len(split) // 2]})]
+    doubled = [(list(group) if k % 2 and group is not tokens else group, pairs) for k, (group, pairs) in enumerate(doubled)]
+    as_lists = {id(group) for group, _ in doubled if type(group) is list}
     filed = on_demand.solve_liveness(doubled, n, finals, cut, automaton, engine="compiled")[1]
     rows, stored = filed.packed()
+    assert any(id(group) in as_lists for row in filed for group, _ in row)  # groups given as lists were filed
     assert (rows, stored) == guide_cache.packed_filed_in_python(filed)
     assert len(stored) < sum(len(row) for row in filed)  # groups were shared, so numbering by object mattered
     named = {number for row in rows for number in unpack_ints(row)[0::2]}

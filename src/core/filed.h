@@ -66,50 +66,48 @@ static PyObject *Filed_item(Filed *f, Py_ssize_t q) {
     return out;
 }
 
-/* The tokens of `tokens` (an array('I'), or any sequence of ints below 2**32) appended to `out` as uint32
- * little-endian; -1 with an exception set. */
-static int filed_put_tokens(PyObject *tokens, PyObject **out, Py_ssize_t *used) {
+static inline void put_u32(uint8_t *at, uint32_t v) {
+    at[0] = (uint8_t)v, at[1] = (uint8_t)(v >> 8), at[2] = (uint8_t)(v >> 16), at[3] = (uint8_t)(v >> 24);
+}
+
+/* A group's tokens as uint32 little-endian bytes: an array('I') (a walk's group) read as it is, any other
+ * sequence of ints below 2**32 converted; NULL with an exception set. */
+static PyObject *filed_tokens_bytes(PyObject *tokens) {
     Py_buffer view;
     if (PyObject_GetBuffer(tokens, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
-        int fits = view.itemsize == 4 && view.format && strcmp(view.format, "I") == 0;
-        if (fits) {
-            if (*used + view.len > PyBytes_GET_SIZE(*out) && _PyBytes_Resize(out, 2 * (*used + view.len))) {
-                PyBuffer_Release(&view);
-                return -1;
-            }
-            uint8_t *to = (uint8_t *)PyBytes_AS_STRING(*out) + *used;
+        PyObject *out = NULL;
+        if (view.itemsize == 4 && view.format && strcmp(view.format, "I") == 0 &&
+            (out = PyBytes_FromStringAndSize(NULL, view.len))) {
             const uint32_t *from = view.buf;
-            for (Py_ssize_t i = 0; i < view.len / 4; i++)
-                to[4 * i] = (uint8_t)from[i], to[4 * i + 1] = (uint8_t)(from[i] >> 8),
-                to[4 * i + 2] = (uint8_t)(from[i] >> 16), to[4 * i + 3] = (uint8_t)(from[i] >> 24);
-            *used += view.len;
+            for (Py_ssize_t i = 0; i < view.len / 4; i++) put_u32((uint8_t *)PyBytes_AS_STRING(out) + 4 * i, from[i]);
         }
         PyBuffer_Release(&view);
-        if (fits) return 0;
+        if (out || PyErr_Occurred()) return out;
     } else {
         PyErr_Clear();
     }
     PyObject *fast = PySequence_Fast(tokens, "a filed group must be a sequence of tokens");
-    if (!fast) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    if (*used + 4 * n > PyBytes_GET_SIZE(*out) && _PyBytes_Resize(out, 2 * (*used + 4 * n))) {
-        Py_DECREF(fast);
-        return -1;
-    }
-    uint8_t *to = (uint8_t *)PyBytes_AS_STRING(*out) + *used;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t n = fast ? PySequence_Fast_GET_SIZE(fast) : 0;
+    PyObject *out = fast ? PyBytes_FromStringAndSize(NULL, 4 * n) : NULL;
+    for (Py_ssize_t i = 0; out && i < n; i++) {
         unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(fast, i));
         if ((v == (unsigned long)-1 && PyErr_Occurred()) || v > UINT32_MAX) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, "a token does not fit 32 bits");
-            Py_DECREF(fast);
-            return -1;
+            Py_CLEAR(out);
+        } else {
+            put_u32((uint8_t *)PyBytes_AS_STRING(out) + 4 * i, (uint32_t)v);
         }
-        to[4 * i] = (uint8_t)v, to[4 * i + 1] = (uint8_t)(v >> 8), to[4 * i + 2] = (uint8_t)(v >> 16),
-        to[4 * i + 3] = (uint8_t)(v >> 24);
     }
-    *used += 4 * n;
-    Py_DECREF(fast);
-    return 0;
+    Py_XDECREF(fast);
+    return out;
+}
+
+/* A batch's tokens (settled one by one) as uint32 little-endian bytes, or NULL. */
+static PyObject *filed_batch_bytes(const Filed *f, uint32_t batch) {
+    uint32_t from = f->batch_start[batch], n = f->batch_start[batch + 1] - from;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 * (Py_ssize_t)n);
+    for (uint32_t i = 0; out && i < n; i++) put_u32((uint8_t *)PyBytes_AS_STRING(out) + 4 * i, f->settled[from + i]);
+    return out;
 }
 
 /* first[g]: the first group whose tokens are g's object (setup_fields numbers objects; g itself for most).
@@ -134,7 +132,7 @@ static int filed_same_objects(const Filed *f, uint32_t *first) {
 }
 
 /* Filed.packed() -> (rows, groups): what guide_cache.setup_fields stores, made here instead of a Python pass
- * over every pair (cl100k, a median JSON Schema: 430,000 of them, 0.4 s of writing its guide).  rows[q] is
+ * over every pair (cl100k, a median JSON Schema: 430,000 of them, most of the 0.6 s its guide took to write).  rows[q] is
  * q's pairs as uint32 little-endian (group number, r); groups[k] is the k-th group's tokens so, numbered in
  * the order the rows first name them: a walk's group (one object however many states file it) once, a batch
  * settled one by one each time (setup_fields numbers the objects it is given, and filed[q] makes a new list
@@ -160,33 +158,15 @@ static PyObject *Filed_packed(Filed *f, PyObject *Py_UNUSED(ignored)) {
             uint32_t g = code < f->groups ? number[code] : UINT32_MAX;
             if (g == UINT32_MAX) {
                 g = (uint32_t)PyList_GET_SIZE(groups);
-                PyObject *data = PyBytes_FromStringAndSize(NULL, 64);
-                Py_ssize_t used = 0;
-                int failed = !data;
-                if (!failed && code < f->groups) {
-                    failed = filed_put_tokens(f->group[code], &data, &used);
-                    number[code] = g;
-                } else if (!failed) {
-                    uint32_t b = code - f->groups, n = f->batch_start[b + 1] - f->batch_start[b];
-                    failed = (used + 4 * (Py_ssize_t)n > PyBytes_GET_SIZE(data) && _PyBytes_Resize(&data, 4 * (Py_ssize_t)n));
-                    for (uint32_t i = 0; !failed && i < n; i++) {
-                        uint32_t v = f->settled[f->batch_start[b] + i];
-                        uint8_t *to_byte = (uint8_t *)PyBytes_AS_STRING(data) + 4 * i;
-                        to_byte[0] = (uint8_t)v, to_byte[1] = (uint8_t)(v >> 8), to_byte[2] = (uint8_t)(v >> 16),
-                        to_byte[3] = (uint8_t)(v >> 24);
-                    }
-                    used = 4 * (Py_ssize_t)n;
-                }
-                if (!failed) failed = _PyBytes_Resize(&data, used);
-                if (failed || PyList_Append(groups, data)) {
+                PyObject *data = code < f->groups ? filed_tokens_bytes(f->group[code]) : filed_batch_bytes(f, code - f->groups);
+                if (!data || PyList_Append(groups, data)) {
                     Py_XDECREF(data);
                     goto done;
                 }
                 Py_DECREF(data);
+                if (code < f->groups) number[code] = g;
             }
-            uint32_t r = f->target[k];
-            at[0] = (uint8_t)g, at[1] = (uint8_t)(g >> 8), at[2] = (uint8_t)(g >> 16), at[3] = (uint8_t)(g >> 24);
-            at[4] = (uint8_t)r, at[5] = (uint8_t)(r >> 8), at[6] = (uint8_t)(r >> 16), at[7] = (uint8_t)(r >> 24);
+            put_u32(at, g), put_u32(at + 4, f->target[k]);
         }
     }
     result = PyTuple_Pack(2, rows, groups);
