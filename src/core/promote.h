@@ -776,6 +776,25 @@ static int lookup_init_lazy(Lookup *l, const Rows *rows, int32_t symbols) {
     return l->dense && l->filled ? 0 : -1;
 }
 
+/* The walks' lookup (TrieWalker.walk and walk_transforms): filled row by row as rows are reached
+ * (lookup_init_lazy) when they walk from a quarter of the states or fewer, since the rows they read are then
+ * those near the states walked from (a large pattern's heavy states, walked carrying transforms); made whole
+ * otherwise.  Without the GIL. */
+static int lookup_init_for_walks(Lookup *l, const Rows *rows, int32_t symbols, const uint8_t *walked_from,
+                                 Py_ssize_t states) {
+    Py_ssize_t walked = states;
+    if (walked_from) {
+        walked = 0;
+        for (Py_ssize_t q = 0; q < states; q++) walked += walked_from[q] != 0;
+    }
+    if (4 * walked > states) return lookup_init_released(l, rows, symbols);
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = lookup_init_lazy(l, rows, symbols);
+    Py_END_ALLOW_THREADS
+    return failed;
+}
+
 static void lookup_fill_row(const Lookup *l, int32_t r) {
     const Rows *rows = l->rows;
     int32_t *cells = l->dense + (size_t)r * (size_t)l->symbols;
@@ -1171,7 +1190,8 @@ static PyObject *TrieWalker_walk(TrieWalker *w, PyObject *args) {
     size_t *pair_from = malloc(((size_t)n + 1) * sizeof(size_t)), *pair_to = malloc(((size_t)n + 1) * sizeof(size_t));
     long long *arcs_of = malloc(((size_t)n + 1) * sizeof(long long)); /* per walked state, its arcs before keep */
     PyObject *out = NULL, *result = NULL;
-    if (lookup_init_released(&lookup, &rows, w->symbols) || row_memo_init(&memo, n) || (!groups && !target_object) ||
+    if (lookup_init_for_walks(&lookup, &rows, w->symbols, walked_from, n) || row_memo_init(&memo, n) ||
+        (!groups && !target_object) ||
         !group_of || !state_of_row || !pair_from || !pair_to || !arcs_of) {
         PyErr_NoMemory();
         goto done;
@@ -1492,7 +1512,7 @@ static PyObject *TrieWalker_walk_transforms(TrieWalker *w, PyObject *args) {
     }
     t.symbols = w->symbols > 0 ? w->symbols : 1;
     source = malloc(((size_t)n + 1) * 4), target = malloc(((size_t)n + 1) * 4);
-    if (lookup_init_released(&lookup, &rows, w->symbols) || !source || !target || transforms_rehash(&t)) {
+    if (lookup_init_for_walks(&lookup, &rows, w->symbols, walked_from, n) || !source || !target || transforms_rehash(&t)) {
         PyErr_NoMemory();
         goto done;
     }
