@@ -58,18 +58,27 @@ def raw_product(pattern, chunker, step) -> list[tuple[int, int, int]]:
     return states
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def schema_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of the scripts that measure one schema: the file, the vocabulary, max_depth."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("schema", type=Path)
     parser.add_argument("--vocab", choices=sorted(VOCABS), default="gpt2")
     parser.add_argument("--max-depth", type=int, default=2)
-    args = parser.parse_args()
+    return parser
+
+
+def load_case(args: argparse.Namespace):
+    """``(schema, model, chunker)`` of those arguments: a schema file or a JSONSchemaBench file's ``schema``."""
     warnings.simplefilter("ignore")
     document = json.loads(args.schema.read_text())
     schema = document.get("schema", document) if isinstance(document, dict) else document
     path, preset = VOCABS[args.vocab]
-    model = load_tokenizer(DATA / path)
-    chunker = chunker_for(preset)
+    return schema, load_tokenizer(DATA / path), chunker_for(preset)
+
+
+def main() -> None:
+    args = schema_arguments(__doc__.split("\n\n")[0]).parse_args()
+    schema, model, chunker = load_case(args)
     pattern = trim(schema_to_dfa(schema, alphabet_for(model), max_depth=args.max_depth))
     values, decoder = pretokenized._symbol_values(model, chunker)
     step = pretokenized._symbol_stepper(values, decoder, chunker)

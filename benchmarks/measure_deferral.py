@@ -23,27 +23,17 @@ pattern's states and fill the tables of the rows it reads only.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
-import warnings
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from count_mid_character import load_case, schema_arguments  # (its sibling here; it puts the package on the path)
 
-from bpefst.automata import trim  # noqa: E402
-from bpefst.promotion import agnostic, on_demand, pretokenized  # noqa: E402
-from bpefst.promotion.chunking import chunker_for  # noqa: E402
-from bpefst.promotion.parts import DEFAULT_PARTS  # noqa: E402
-from bpefst.promotion.pretokenized import BOUNDARY  # noqa: E402
-from bpefst.regex import alphabet_for  # noqa: E402
-from bpefst.regex.json_schema import schema_to_dfa  # noqa: E402
-from bpefst.tokenizer import load_tokenizer  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data"
-VOCABS = {"gpt2": ("gpt2/vocab.json", "gpt2"), "cl100k": ("tiktoken/cl100k_base.tiktoken.gz", "cl100k")}
+from bpefst.automata import trim
+from bpefst.promotion import agnostic, on_demand, pretokenized
+from bpefst.promotion.parts import DEFAULT_PARTS
+from bpefst.promotion.pretokenized import BOUNDARY
+from bpefst.regex import alphabet_for
+from bpefst.regex.json_schema import schema_to_dfa
 
 
 def reached_by_prefixes(open_rows, open_start: int, closed_rows, closed_start: int) -> bytearray:
@@ -113,20 +103,17 @@ def deferred_setup(schema, model, chunker, parts, max_depth: int) -> dict:
             "filed": filed, "cut": cut}
 
 
+def filed_tokens(row) -> list[tuple[int, int]]:
+    """A state's filed (token, target) pairs, whatever groups they were filed in."""
+    return sorted((token, r) for tokens, r in row for token in tokens)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("schema", type=Path)
-    parser.add_argument("--vocab", choices=sorted(VOCABS), default="gpt2")
-    parser.add_argument("--max-depth", type=int, default=2)
+    parser = schema_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    warnings.simplefilter("ignore")
-    document = json.loads(args.schema.read_text())
-    schema = document.get("schema", document) if isinstance(document, dict) else document
-    path, preset = VOCABS[args.vocab]
-    model = load_tokenizer(DATA / path)
+    schema, model, chunker = load_case(args)
     parts = DEFAULT_PARTS.get(model)
-    chunker = chunker_for(preset)
     runs = [deferred_setup(schema, model, chunker, parts, args.max_depth) for _ in range(max(1, args.repeat))]
     best = min(runs, key=lambda run: sum(run["times"].values()))
     chunked, good, filed, solved = best["chunked"], best["good"], best["filed"], best["solved"]
@@ -138,8 +125,7 @@ def main() -> int:
     whole = agnostic.walk_groups(chunked, parts.trie, None, keep=parts.automaton.reachable_flags)
     whole_good, whole_filed = on_demand.solve_liveness([(t, p) for t, p in whole if p], n, chunked.finals,
                                                        best["cut"], parts.automaton)
-    tokens_of = lambda row: sorted((token, r) for tokens, r in row for token in tokens)  # noqa: E731
-    differ = [q for q in range(n) if solved[q] and (good[q] != whole_good[q] or tokens_of(filed[q]) != tokens_of(whole_filed[q]))]
+    differ = [q for q in range(n) if solved[q] and (good[q] != whole_good[q] or filed_tokens(filed[q]) != filed_tokens(whole_filed[q]))]
     print(f"  against the whole solve: {len(differ)} of the {sum(solved):,} states of S differ"
           + (f" (the first: {differ[0]})" if differ else " (good sets and filed tokens equal)"))
     return 1 if differ else 0
