@@ -132,18 +132,19 @@ static int filed_same_objects(const Filed *f, uint32_t *first) {
 }
 
 /* Filed.packed() -> (rows, groups): what guide_cache.setup_fields stores, made here instead of a Python pass
- * over every pair (cl100k, a median JSON Schema: 430,000 of them, most of the 0.6 s its guide took to write).  rows[q] is
- * q's pairs as uint32 little-endian (group number, r); groups[k] is the k-th group's tokens so, numbered in
- * the order the rows first name them: a walk's group (one object however many states file it) once, a batch
- * settled one by one each time (setup_fields numbers the objects it is given, and filed[q] makes a new list
- * per batch).  Byte for byte setup_fields' pass over filed[q] for every q. */
+ * over every pair (cl100k, a median JSON Schema: 430,000 of them, most of the 0.6 s its guide took to
+ * write).  rows[q] is q's pairs as uint32 little-endian (group number, r); groups[k] is the k-th group's
+ * tokens so, numbered in the order the rows first name them: a walk's group (one object however many states
+ * file it) once, a batch settled one by one each time (setup_fields numbers the objects it is given, and
+ * filed[q] makes a new list per batch).  Byte for byte guide_cache.packed_filed_in_python. */
 static PyObject *Filed_packed(Filed *f, PyObject *Py_UNUSED(ignored)) {
     PyObject *rows = PyList_New(f->states), *groups = PyList_New(0), *result = NULL;
-    uint32_t *number = malloc(2 * ((size_t)f->groups + 1) * sizeof(uint32_t)), *first = number + f->groups + 1;
+    uint32_t *number = malloc(2 * ((size_t)f->groups + 1) * sizeof(uint32_t)), *first; /* per group */
     if (!rows || !groups || !number) {
         if (!number) PyErr_NoMemory();
         goto done;
     }
+    first = number + f->groups + 1;
     memset(number, 0xFF, ((size_t)f->groups + 1) * sizeof(uint32_t));
     if (filed_same_objects(f, first)) goto done;
     for (uint32_t q = 0; q < f->states; q++) {
