@@ -941,11 +941,9 @@ static PyObject *liveness_good(Liveness *l) {
     PyMem_RawFree(scratch);
     scratch = NULL;
     if (!(numbers = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)l->n * 4))) goto fail;
-    unsigned char *at = (unsigned char *)PyBytes_AS_STRING(numbers);
+    uint8_t *at = (uint8_t *)PyBytes_AS_STRING(numbers);
     for (uint32_t q = 0; q < l->n; q++) {
-        uint32_t k = (uint32_t)(l->good[q] + 1); /* -1, no set yet: the empty one */
-        at[4 * q] = (unsigned char)k, at[4 * q + 1] = (unsigned char)(k >> 8);
-        at[4 * q + 2] = (unsigned char)(k >> 16), at[4 * q + 3] = (unsigned char)(k >> 24);
+        put_u32(at + 4 * q, (uint32_t)(l->good[q] + 1)); /* -1, no set yet: the empty one */
     }
     PyObject *result = PyTuple_Pack(2, numbers, table);
     Py_DECREF(numbers), Py_DECREF(table);
