@@ -164,10 +164,20 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
             source = "json-schema " + json.dumps([json_schema, whitespace, max_depth, strict, {True: "open", False: "closed"}
                                                   .get(openness, openness), member_order], sort_keys=True, default=str)
             built = TokenLanguage(pattern, model, mode, pretokenize, parts=parts, source=source, cache_dir=cache_dir,
-                                  limits=Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs))
+                                  limits=Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs),
+                                  declared=declared_part(openness))
             if mode == "canonical":
                 built.on_demand()  # its lattice's limits decide here (a cut, or the refusal), not at the first guide()
             return built
+
+        def declared_part(openness):
+            """The schema with its objects closed: the part of the language solved first (extra members when a
+            decoder enters one, :mod:`bpefst.promotion.declared`); None where it would be solved whole anyway."""
+            if openness is False or mode != "canonical" or cache_dir is not None:
+                return None
+            with warnings.catch_warnings():  # (the open translation said what the schema's reading drops)
+                warnings.simplefilter("ignore")
+                return translate(False, [])
 
         lattice_limit = max_lattice_arcs if mode == "canonical" else max_arcs  # (agnostic and direct write theirs out)
         language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=lattice_limit,

@@ -33,7 +33,7 @@ if os.environ.get("CI"):
 ID_MODULES = {
     "test_api", "test_chunk_encoder", "test_conformance", "test_splitter", "test_stream_jobs", "test_stream_memory",
     "test_tokenize", "test_tokenize_full", "test_validate", "test_validate_tokens", "test_datasets",
-    "test_tiktoken_compat", "test_gguf", "test_token_guide",
+    "test_tiktoken_compat", "test_gguf", "test_token_guide", "test_promotion_declared",
 }
 
 

@@ -348,8 +348,8 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     both_walks = []  # the limits walk_groups walked the two kinds of states at once under (on two threads)
     walk_both = agnostic._walk_both_natively
     monkeypatch.setattr(agnostic, "_walk_both_natively",
-                        lambda walker, rows, heavy, max_arcs, keep: both_walks.append(max_arcs) or
-                        walk_both(walker, rows, heavy, max_arcs, keep))
+                        lambda walker, rows, heavy, light, max_arcs, keep: both_walks.append(max_arcs) or
+                        walk_both(walker, rows, heavy, light, max_arcs, keep))
     compiled = agnostic.walk_groups(chunked, trie, None, keep)
     everything = agnostic._groups_by_walks(transitions, trie)
     assert regroup(compiled) == regroup(agnostic._kept(everything, keep))
@@ -375,6 +375,13 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
         agnostic.walk_groups(chunked, trie, arcs - 1, keep)
     assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
     assert both_walks == [None, sum(weights), None]  # (arcs and arcs - 1 the weights do not bound: one walk, then the other)
+    sources = bytearray(random.Random(5).random() < 0.3 for _ in transitions)  # (declared.py walks some states only)
+    sources[wide[0]] = 1  # a heavy state walked carrying transforms, the light ones of the sample one by one
+    walked = regroup(agnostic.walk_groups(chunked, trie, None, keep, sources))
+    assert walked == {(q, t, r) for q, t, r in regroup(compiled) if sources[q]}
+    with monkeypatch.context() as pure:
+        pure.setattr(trie, "native_walker", lambda: None)
+        assert regroup(agnostic.walk_groups(chunked, trie, None, keep, sources)) == walked
 
 
 def test_compiled_walks_pairs_read_as_the_pure_walks_dicts(small_tokenizer) -> None:

@@ -564,7 +564,7 @@ def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, in
 
 
 def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
-                keep=None) -> list[tuple[array, dict[int, int]]]:
+                keep=None, sources: bytes | None = None) -> list[tuple[array, dict[int, int]]]:
     """The lattice of ``pattern`` as groups ``(tokens, {q: r})``: every token of a group takes every arc ``q -> r``;
     ``tokens`` ascending, an ``array('I')`` (:func:`token_array`).
 
@@ -580,20 +580,25 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     (:func:`_walk_both_natively`).
     ``keep``: a flag per token (A_BPE's ``reachable``); the
     tokens without it are left out of their groups and groups left empty are
-    dropped (``max_arcs`` counts the arcs before that).
+    dropped (``max_arcs`` counts the arcs before that).  ``sources``: one byte per state, 0 for the states not
+    walked from (None: all).
     """
     transitions = pattern.transitions
     walker = trie.native_walker()
     if len(transitions) <= _TRANSFORM_WALK_STATES:
         if walker is not None:
-            return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True)
-        return _groups_by_transforms(transitions, trie, max_arcs, keep)
+            return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True,
+                                  sources=sources)
+        return _groups_by_transforms(transitions, trie, max_arcs, keep, sources)
     weights = _row_weights(transitions, trie.leading_counts())
     heavy = bytes(map(_TRANSFORM_WALK_WEIGHT.__le__, weights))  # (a generator expression took 3-4 ms for 50,000)
+    light = heavy.translate(_NOT)
+    if sources is not None:
+        heavy, light = _both(heavy, sources), _both(light, sources)
     if not any(heavy):
-        return _walk_one_by_one(transitions, trie, walker, max_arcs, keep)
+        return _walk_one_by_one(transitions, trie, walker, max_arcs, keep, sources=light)
     if walker is not None and (max_arcs is None or sum(weights) <= max_arcs):  # (no refusal to wait for: below)
-        return _walk_both_natively(walker, transitions, heavy, max_arcs, keep)
+        return _walk_both_natively(walker, transitions, heavy, light, max_arcs, keep)
     if walker is not None:
         groups = _walk_natively(walker, transitions, max_arcs, groups=True, transforms=True, sources=heavy)
     else:
@@ -603,15 +608,20 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     groups.sort(key=_first_token)
     try:
         rest = _walk_one_by_one(transitions, trie, walker, None if max_arcs is None else max_arcs - arcs, keep,
-                                sources=heavy.translate(_NOT))
+                                sources=light)
     except ArcLimitExceeded:
         raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False) from None
     return groups + rest
 
 
-def _walk_both_natively(walker, transitions, heavy: bytes, max_arcs: int | None, keep) -> list:
+def _both(flags: bytes, other: bytes) -> bytes:
+    """The bytes 1 in both flag strings (each byte 0 or 1)."""
+    return (int.from_bytes(flags, "little") & int.from_bytes(other, "little")).to_bytes(len(flags), "little")
+
+
+def _walk_both_natively(walker, transitions, heavy: bytes, light: bytes, max_arcs: int | None, keep) -> list:
     """walk_groups on the compiled core: the ``heavy`` states carrying transforms on a second thread while this
-    one walks the rest state by state.  Both walks run without the GIL and read only what neither writes, so on
+    one walks the ``light`` ones state by state.  Both walks run without the GIL and read only what neither writes, so on
     two cores they take the time of the longer (a median JSON Schema's over GPT-2: the walks 60 -> 44 ms, its
     set-up 171 -> 161 ms); the groups are the pure route's.  For a lattice the row weights bound below
     ``max_arcs`` (walk_groups): one that may be refused is walked one walk after the other, since the walk
@@ -632,7 +642,7 @@ def _walk_both_natively(walker, transitions, heavy: bytes, max_arcs: int | None,
         walk_heavy()
         thread = None
     try:
-        rest = _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, sources=heavy.translate(_NOT))
+        rest = _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, sources=light)
     finally:
         if thread is not None:
             thread.join()

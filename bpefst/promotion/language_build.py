@@ -26,6 +26,7 @@ from ..errors import BpefstError
 from ..regex.compiler import minimal_of_dfa
 from ..tokenizer import BPEModel
 from .agnostic import LATTICE, promote_agnostic
+from .declared import reached_by_prefixes
 from .direct import promote_direct
 from .on_demand import OnDemandCanonical
 from .parts import TokenizerParts
@@ -112,11 +113,14 @@ def _has_cuts(rows) -> bool:
     return has_boundary() if has_boundary is not None else any(BOUNDARY in row for row in rows)
 
 
-def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts, limits: Limits):
-    """The product of ``mode`` over ``source`` (module docstring): an OnDemandCanonical or a DFA."""
+def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts, limits: Limits,
+                  declared: DFA | None = None):
+    """The product of ``mode`` over ``source`` (module docstring): an OnDemandCanonical or a DFA.  ``declared``
+    (canonical): a sublanguage of the pattern whose part of the lattice is solved first (:mod:`.declared`)."""
     if mode == "canonical":
+        declared_states = reached_by_prefixes(source, trim(declared)) if declared is not None else None
         return OnDemandCanonical(source, parts.trie, parts.automaton, BOUNDARY, max_states=limits.max_states,
-                                 max_lattice_arcs=limits.max_lattice_arcs)
+                                 max_lattice_arcs=limits.max_lattice_arcs, declared=declared_states)
     if mode == "agnostic":
         return promote_agnostic(source, model, parts.trie, minimal=False, max_arcs=limits.max_arcs)
     return promote_direct(source, model)

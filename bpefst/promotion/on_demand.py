@@ -39,7 +39,10 @@ solved (``r`` final or cut after): :mod:`.regions` proves it and solves
 lattice small enough to be solved whole in a few milliseconds
 (:data:`REGIONS_FIRST_STATES`, :data:`REGIONS_FIRST_ARCS`) gets its first
 mask that way and is solved whole when the decoder reaches a second region;
-larger ones are solved whole when the product is made.
+larger ones are solved whole when the product is made, unless the product
+is given a declared part (:mod:`.declared`: a JSON Schema's listed members,
+without the extra members of open objects), which is solved then, the rest
+when a decoder first leaves it.
 
 A state of the result is the set of configurations its text can be in (the
 cut is not known until the next token; :mod:`.pretokenized`).  Its arcs are
@@ -64,6 +67,7 @@ from ..bpe import CanonicalAutomaton, ExplicitCanonical
 from ..bpe.compatibility import compatible_before
 from .agnostic import SpellingTrie, _row_weights, walk_groups
 from .canonical import set_bits, token_mask
+from .declared import DeclaredLiveness, worth_deferring
 from .regions import RegionLiveness
 
 CHUNK_START = -1
@@ -103,10 +107,12 @@ class OnDemandCanonical:
 
     The interface of a DFA as :class:`~.guided.GuidedAutomaton` uses it:
     ``start``, ``finals`` (a container), ``step``, ``row`` and ``arc_count``.
+    ``declared``: a flag per state of ``chunked``, the states :func:`.declared.reached_by_prefixes` finds.
     """
 
     def __init__(self, chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, boundary: int,
-                 max_states: int | None = None, max_lattice_arcs: int | None = None):
+                 max_states: int | None = None, max_lattice_arcs: int | None = None,
+                 declared: bytes | bytearray | None = None):
         self.automaton = automaton
         self.max_states = max_states
         self.finals_q = chunked.finals
@@ -117,6 +123,10 @@ class OnDemandCanonical:
         if len(self.cut) <= REGIONS_FIRST_STATES and _lattice_bound(chunked, trie) <= limit:
             # the first mask from the start's region, the rest from one whole solve when the decoder needs more
             self.good = RegionLiveness(chunked, trie, automaton, self.cut, then_whole=WeakMethod(self._whole_good))
+        elif declared is not None and worth_deferring(declared) and (
+                max_lattice_arcs is None or _lattice_bound(chunked, trie) <= max_lattice_arcs):
+            # the declared part solved now, the rest when a decoder leaves it (never refused: bounded here)
+            self.good = DeclaredLiveness(chunked, trie, automaton, self.cut, declared, WeakMethod(self._whole_good))
         else:  # the whole lattice walked now, refused here if it is past the limit
             self._solve_whole()
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
@@ -209,9 +219,16 @@ class OnDemandCanonical:
         row = self._rows_q[q]
         if row is None:
             row = self._rows_q[q] = {}
-            for tokens, r in self.filed[q]:
+            for tokens, r in self._filed_of(q):
                 row.update(zip(tokens, repeat(r)))
         return row
+
+    def _filed_of(self, q: int):
+        """``q``'s filed groups: the declared part's while they answer for ``q``, else the whole solve's."""
+        good = self.good
+        if self._filed is None and isinstance(good, DeclaredLiveness) and good.holds(q):
+            return good.filed_of(q)
+        return self.filed[q]
 
     def _target(self, q: int, t: int) -> int | None:
         """Where ``t`` leads from ``q`` (None when ``t`` is not in ``good[q]``), without building ``q``'s

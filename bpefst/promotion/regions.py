@@ -47,6 +47,26 @@ from ..bpe import CanonicalAutomaton
 from .agnostic import SpellingTrie, _walk, arcs_by_target, token_array
 
 
+def open_states(finals, cut: list[int | None]) -> bytearray:
+    """Per state of the chunked pattern, 1 when it is open (module docstring): final, or cut after."""
+    is_open = bytearray(len(cut))
+    for q in finals:
+        is_open[q] = 1
+    for q, after in enumerate(cut):
+        if after is not None:
+            is_open[q] = 1
+    return is_open
+
+
+def state_walk(chunked: DFA, trie: SpellingTrie, keep, engine: str | None = None):
+    """``walk(q) -> [(r, tokens), ...]``: one state's arcs grouped by target in order of first appearance, the
+    tokens ``keep`` leaves out dropped (``TrieWalker.over``, the rows packed once, or :class:`_PureStateWalk`)."""
+    walker = trie.native_walker() if native.choose(engine) == "compiled" else None
+    if walker is not None:
+        return walker.over(chunked.transitions, bytes(keep)).walk
+    return _PureStateWalk(chunked.transitions, trie, keep).walk
+
+
 class RegionLiveness:
     """``good[q]`` (an int bitset over token ids), solved region by region when first read.
 
@@ -59,18 +79,8 @@ class RegionLiveness:
         self.automaton, self.engine = automaton, engine
         self._then_whole, self._whole = then_whole, None  # see __getitem__
         self.n = len(cut)
-        self.is_open = bytearray(self.n)
-        for q in chunked.finals:
-            self.is_open[q] = 1
-        for q, after in enumerate(cut):
-            if after is not None:
-                self.is_open[q] = 1
-        keep = automaton.reachable_flags
-        walker = trie.native_walker() if native.choose(engine) == "compiled" else None
-        if walker is not None:
-            self._walk_from = walker.over(chunked.transitions, bytes(keep)).walk
-        else:
-            self._walk_from = _PureStateWalk(chunked.transitions, trie, keep).walk
+        self.is_open = open_states(chunked.finals, cut)
+        self._walk_from = state_walk(chunked, trie, automaton.reachable_flags, engine)
         self._good: dict[int, int] = {}
         self._arcs: dict[int, list[tuple[int, object]]] = {}  # q -> its arcs by target, as walked
         self.regions = 0  # regions solved (tests, benchmarks)

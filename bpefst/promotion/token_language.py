@@ -75,17 +75,22 @@ class TokenLanguage:
     ``automaton``: the tokenizer's A_BPE when the caller already has it (a
     ``bpefst compile`` artifact); ``parts``: the cache of tokenizer parts to
     use (default :data:`~.parts.DEFAULT_PARTS`); ``source``: the regex text,
-    which names the language in ``cache_dir`` (needed only there).
+    which names the language in ``cache_dir`` (needed only there);
+    ``declared`` (canonical): a sublanguage of ``pattern`` a decoder is expected
+    to stay in, solved first and the rest when a decoder leaves it
+    (:mod:`.declared`: a JSON Schema translated with its objects closed), the
+    same language either way.
     """
 
     def __init__(self, pattern: DFA, model: BPEModel, mode: str = "canonical", pretokenize: bool = True, *,
                  limits: Limits = Limits(), automaton=None, parts: PartsCache | None = None, source: str | None = None,
-                 cache_dir: str | os.PathLike | None = None):
+                 cache_dir: str | os.PathLike | None = None, declared: DFA | None = None):
         check_mode(mode)
         if native.core is not None:  # what a large earlier language freed (once dropped) goes back before this builds
             native.core.release_freed()
         self.pattern, self.model, self.mode, self.pretokenize = pattern, model, mode, pretokenize
         self.limits, self.source, self.fingerprint = limits, source, model.fingerprint
+        self._declared = declared
         self.built: Counter[str] = Counter()
         self.timings: dict[str, float] = {}
         self._views: dict[str, object] = {}
@@ -128,7 +133,8 @@ class TokenLanguage:
         """The product every view reads (:func:`.language_build.build_product`), built once."""
         if self._product is None:
             self._product = self._view("product", lambda: build_product(self._source_automaton(), self.model, self.mode,
-                                                                        self.parts, self.limits))
+                                                                        self.parts, self.limits, self._declared))
+            self._declared = None  # (read once)
         return self._product
 
     # -- views ---------------------------------------------------------------------------

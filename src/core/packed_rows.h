@@ -8,7 +8,8 @@
  *
  * As a sequence it is what DFA.transitions is: len(), rows[q] (a dict symbol -> target, the same object
  * every time: read it, do not change it), iteration, == with a list of dicts (and pickling as one).  Beside
- * that, what the promotion reads of every row without making dicts: cuts(), weights(), has_boundary(). */
+ * that, what the promotion reads of every row without making dicts: cuts(), weights(), has_boundary(),
+ * reached_with(). */
 
 #define PACKED_BOUNDARY (-1LL) /* the key of a row's BOUNDARY arc (symbols are >= 0) */
 
@@ -168,6 +169,134 @@ static PyObject *PackedRows_follow(PackedRows *p, PyObject *args) {
     return PyLong_FromLong(state);
 }
 
+/* reached_with(part, start, part_start) -> bytearray: per state, 1 where some prefix of a word of `part` leads
+ * from `start` (the BOUNDARY arcs read at no cost to the part), else 0.  `part` is a DFA's rows (a list of
+ * dicts symbol -> target) whose language lies within this automaton's words with their BOUNDARY arcs removed:
+ * a JSON Schema's closed translation against its open chunked pattern (bpefst.promotion.declared).  The pairs
+ * (state, part state) are walked from (start, part_start), each once: a hash set of the pairs met, the part's
+ * rows as a dense table by symbol. */
+typedef struct {
+    uint64_t *slot; /* pair + 1, 0 for an empty slot */
+    size_t mask, used;
+} PairSet;
+
+static size_t pair_hash(uint64_t key) { /* (splitmix64's finalizer: every bit of the pair reaches the low bits) */
+    key = (key ^ (key >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    key = (key ^ (key >> 27)) * 0x94D049BB133111EBULL;
+    return (size_t)(key ^ (key >> 31));
+}
+
+static int pair_set_add(PairSet *set, uint64_t pair) { /* 1 if new, 0 if met before, -1 out of memory */
+    if (2 * (set->used + 1) > set->mask + 1) {
+        size_t size = 2 * (set->mask + 1);
+        uint64_t *slot = calloc(size, sizeof(uint64_t));
+        if (!slot) return -1;
+        for (size_t k = 0; k <= set->mask; k++)
+            if (set->slot[k]) {
+                size_t h = pair_hash(set->slot[k]) & (size - 1);
+                while (slot[h]) h = (h + 1) & (size - 1);
+                slot[h] = set->slot[k];
+            }
+        free(set->slot);
+        set->slot = slot, set->mask = size - 1;
+    }
+    uint64_t key = pair + 1;
+    size_t h = pair_hash(key) & set->mask;
+    while (set->slot[h]) {
+        if (set->slot[h] == key) return 0;
+        h = (h + 1) & set->mask;
+    }
+    set->slot[h] = key, set->used++;
+    return 1;
+}
+
+#define PART_TABLE_LIMIT (1 << 26) /* part states x symbols: a wider part is refused (ValueError) */
+
+static PyObject *PackedRows_reached_with(PackedRows *p, PyObject *args) {
+    PyObject *part;
+    Py_ssize_t start, part_start;
+    if (!PyArg_ParseTuple(args, "O!nn:reached_with", &PyList_Type, &part, &start, &part_start)) return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(part);
+    if (start < 0 || start >= p->states || part_start < 0 || part_start >= m) {
+        PyErr_SetString(PyExc_IndexError, "reached_with(): a start out of range");
+        return NULL;
+    }
+    long long width = 0; /* symbols of the part's table: its largest symbol + 1 */
+    for (Py_ssize_t c = 0; c < m; c++) {
+        PyObject *row = PyList_GET_ITEM(part, c), *key, *value;
+        Py_ssize_t pos = 0;
+        if (!PyDict_Check(row)) {
+            PyErr_SetString(PyExc_TypeError, "reached_with() takes the part's rows as dicts");
+            return NULL;
+        }
+        while (PyDict_Next(row, &pos, &key, &value)) {
+            long long symbol = PyLong_AsLongLong(key), target = PyLong_AsLongLong(value);
+            if ((symbol == -1 || target == -1) && PyErr_Occurred()) return NULL;
+            if (symbol < 0 || target < 0 || target >= m) {
+                PyErr_SetString(PyExc_ValueError, "reached_with(): a part arc with a negative symbol or no target state");
+                return NULL;
+            }
+            if (symbol >= width) width = symbol + 1;
+        }
+    }
+    if (width && (long long)m * width > PART_TABLE_LIMIT) {
+        PyErr_SetString(PyExc_ValueError, "reached_with(): the part's alphabet is too wide for its table");
+        return NULL;
+    }
+    int32_t *next = malloc(((size_t)m * (size_t)width + 1) * sizeof(int32_t));
+    PyObject *reached = next ? PyByteArray_FromStringAndSize(NULL, p->states) : PyErr_NoMemory();
+    PairSet set = {calloc(1024, sizeof(uint64_t)), 1023, 0};
+    size_t depth = 0, room = 1024;
+    uint64_t *stack = malloc(room * sizeof(uint64_t));
+    if (reached && (!set.slot || !stack)) {
+        Py_CLEAR(reached);
+        PyErr_NoMemory();
+    }
+    if (reached) {
+        memset(next, 0xff, ((size_t)m * (size_t)width + 1) * sizeof(int32_t));
+        for (Py_ssize_t c = 0; c < m; c++) {
+            PyObject *key, *value;
+            Py_ssize_t pos = 0;
+            while (PyDict_Next(PyList_GET_ITEM(part, c), &pos, &key, &value))
+                next[(size_t)c * (size_t)width + (size_t)PyLong_AsLongLong(key)] = (int32_t)PyLong_AsLongLong(value);
+        }
+        char *flag = PyByteArray_AS_STRING(reached);
+        memset(flag, 0, (size_t)p->states);
+        flag[start] = 1;
+        uint64_t first = (uint64_t)start << 32 | (uint64_t)part_start;
+        pair_set_add(&set, first);
+        stack[depth++] = first;
+        while (depth && reached) {
+            uint64_t pair = stack[--depth];
+            int32_t q = (int32_t)(pair >> 32), c = (int32_t)(pair & 0xffffffffu), r = p->row_of[q];
+            for (size_t a = p->start[r]; a < p->start[r + 1]; a++) {
+                long long symbol = p->key[a];
+                int32_t c_next = c;
+                if (symbol != PACKED_BOUNDARY) {
+                    if (symbol < 0 || symbol >= width) continue;
+                    c_next = next[(size_t)c * (size_t)width + (size_t)symbol];
+                    if (c_next < 0) continue;
+                }
+                uint64_t pair_next = (uint64_t)p->target[a] << 32 | (uint64_t)c_next;
+                int added = pair_set_add(&set, pair_next);
+                if (added > 0 && depth == room) {
+                    uint64_t *grown = realloc(stack, 2 * room * sizeof(uint64_t));
+                    if (grown) stack = grown, room *= 2;
+                    else added = -1;
+                }
+                if (added < 0) {
+                    Py_CLEAR(reached);
+                    PyErr_NoMemory();
+                    break;
+                }
+                if (added) flag[p->target[a]] = 1, stack[depth++] = pair_next;
+            }
+        }
+    }
+    free(next), free(set.slot), free(stack);
+    return reached;
+}
+
 static PyMethodDef PackedRows_methods[] = {
     {"follow", (PyCFunction)PackedRows_follow, METH_VARARGS,
      "follow(q, symbols) -> the state reached from q along symbols, or None where an arc is missing."},
@@ -175,6 +304,8 @@ static PyMethodDef PackedRows_methods[] = {
     {"weights", (PyCFunction)PackedRows_weights, METH_O,
      "weights(table) -> per state, the sum of table[symbol] (an array('q')) over its row's symbols."},
     {"has_boundary", (PyCFunction)PackedRows_has_boundary, METH_NOARGS, "Whether some state has a BOUNDARY arc."},
+    {"reached_with", (PyCFunction)PackedRows_reached_with, METH_VARARGS,
+     "reached_with(part, start, part_start) -> per state, 1 where a prefix of a word of part (rows as dicts) leads."},
     {"__reduce__", (PyCFunction)reduce_as_list, METH_NOARGS, "Pickled as the list of dicts it stands for."},
     {NULL, NULL, 0, NULL},
 };

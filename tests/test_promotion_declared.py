@@ -1,0 +1,215 @@
+"""A JSON Schema's declared part solved first (:mod:`bpefst.promotion.declared`), against the whole solve.
+
+Oracle: the same product solved whole up front (:func:`bpefst.promotion.on_demand.solve_liveness` over
+every state's walk, itself checked against brute-force encodings in ``tests/test_token_language.py``):
+the declared part's good sets and filed tokens equal the whole solve's on every state it holds; a decoder
+following the tokenizer's own encodings of documents gets the whole product's masks and states, stays
+in the declared part while the document has only listed members, and has the whole lattice solved when
+it writes an extra member.  The declared states (compiled ``PackedRows.reached_with`` and the pure walk)
+hold every state the chunked pattern reaches along a closed document's text, at every cut.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import bpefst
+from bpefst.automata import DFA, trim
+from bpefst.automata.errors import ArcLimitExceeded
+from bpefst.automata.language import sampler
+from bpefst.promotion import on_demand
+from bpefst.promotion.agnostic import walk_groups
+from bpefst.promotion.declared import DeclaredLiveness, reached_by_prefixes
+from bpefst.promotion.language_build import Limits
+from bpefst.promotion.on_demand import OnDemandCanonical, solve_liveness
+from bpefst.promotion.parts import DEFAULT_PARTS
+from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
+from bpefst.regex import alphabet_for
+from bpefst.regex.json_schema import schema_to_dfa
+from conftest import require_shared
+
+ROOT = Path(__file__).resolve().parents[1]
+# listed members, and extra ones (no additionalProperties): values of any JSON type up to max_depth
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+CLOSED_DOCUMENTS = ['{"name":"ab c","age":42}', '{"name":"","age":-7}', '{"name":"x\\"y","age":0}']
+OPEN_DOCUMENTS = ['{"name":"ab","age":1,"k":[1,{"a":null}]}', '{"name":"z","age":3,"size":"big","t":true}']
+
+
+@pytest.fixture(scope="module")
+def small_tokenizer():
+    return bpefst.train(ROOT / "fixtures" / "corpus.txt", 400)
+
+
+def translations(model, schema, max_depth: int = 2):
+    alphabet = alphabet_for(model)
+    return (schema_to_dfa(schema, alphabet, max_depth=max_depth),
+            trim(schema_to_dfa(schema, alphabet, max_depth=max_depth, open_objects=False)))
+
+
+def chunked_of(model, pattern):
+    return chunked_pattern(trim(pattern), model, chunker_or_whole(pattern, model, model.pattern))
+
+
+def states_along(chunked, text_symbols) -> set[int]:
+    """Every state the chunked pattern reaches along a prefix of the text, cutting wherever it may."""
+    rows, states, met = chunked.transitions, {chunked.start}, {chunked.start}
+
+    def with_cuts(found):
+        found = set(found)
+        found |= {rows[q][BOUNDARY] for q in found if BOUNDARY in rows[q]}
+        return found
+
+    states = with_cuts(states)
+    met |= states
+    for symbol in text_symbols:
+        states = with_cuts(rows[q][symbol] for q in states if symbol in rows[q])
+        met |= states
+    return met
+
+
+def check_declared_states(model, schema, samples: int, max_depth: int = 2) -> bytearray:
+    """The declared states: the same from the compiled and the pure walk, holding every state along closed
+    documents (sampled from the closed translation), and fewer than all the states."""
+    open_pattern, closed = translations(model, schema, max_depth)
+    chunked = chunked_of(model, open_pattern)
+    declared = reached_by_prefixes(chunked, closed)
+    as_dicts = DFA([dict(row) for row in chunked.transitions], chunked.start, chunked.finals, check=False)
+    assert reached_by_prefixes(as_dicts, closed) == declared  # (the pure walk, for a compiled chunked pattern)
+    draw, rng = sampler(closed, 40), random.Random(0)
+    for _ in range(samples):
+        text = draw(rng)
+        assert all(declared[q] for q in states_along(chunked, text))
+    assert 0 < declared.count(1) < len(declared)
+    return declared
+
+
+def whole_solve(chunked, parts):
+    cut = on_demand._cuts(chunked.transitions, BOUNDARY)
+    groups = [(t, p) for t, p in walk_groups(chunked, parts.trie, keep=parts.automaton.reachable_flags) if p]
+    good, filed = solve_liveness(groups, len(cut), chunked.finals, cut, parts.automaton)
+    return cut, good, filed
+
+
+def filed_tokens(row) -> set[tuple[int, int]]:
+    """A state's filed (token, target) pairs, whatever groups they were filed in (the whole solve may file a
+    token settled one by one twice)."""
+    return {(token, r) for tokens, r in row for token in tokens}
+
+
+def check_against_the_whole_solve(model, schema, max_depth: int = 2) -> int:
+    """Every state the declared part holds has the whole solve's good set and filed tokens; returns how many."""
+    parts = DEFAULT_PARTS.get(model)
+    open_pattern, closed = translations(model, schema, max_depth)
+    chunked = chunked_of(model, open_pattern)
+    cut, good, filed = whole_solve(chunked, parts)
+    declared = DeclaredLiveness(chunked, parts.trie, parts.automaton, cut, reached_by_prefixes(chunked, closed),
+                                then_whole=lambda: None)
+    held = [q for q in range(len(cut)) if declared.holds(q)]
+    assert len(held) < len(cut)
+    for q in held:
+        assert declared[q] == good[q], q
+        assert filed_tokens(declared.filed_of(q)) == filed_tokens(filed[q]), q
+        assert declared.bytes_of(q, (model.max_id + 8) // 8) == good[q].to_bytes((model.max_id + 8) // 8, "little")
+    return len(held)
+
+
+def test_declared_states_hold_every_state_a_closed_document_reaches(small_tokenizer):
+    check_declared_states(small_tokenizer.model, SCHEMA, 200)
+
+
+def test_declared_part_has_the_whole_solves_sets(small_tokenizer):
+    assert check_against_the_whole_solve(small_tokenizer.model, SCHEMA) > 20
+
+
+def decode_both(tokenizer, deferred: OnDemandCanonical, whole: OnDemandCanonical, text: str) -> None:
+    """Step both products along the tokenizer's encoding of ``text``: the same masks, the same finality, and
+    the text accepted (state numbers may differ: a row numbers its targets in the order its groups were filed)."""
+    a, b = deferred.start, whole.start
+    for token in tokenizer.encode(text):
+        assert deferred.allowed_mask(a) == whole.allowed_mask(b), text
+        length = (tokenizer.model.max_id + 8) // 8
+        assert deferred.packed_mask(a, length) == whole.packed_mask(b, length), text
+        a, b = deferred.step(a, token), whole.step(b, token)
+        assert a is not None and b is not None, text
+        assert deferred.is_final(a) == whole.is_final(b), text
+    assert deferred.is_final(a), text
+
+
+def test_a_decoder_stays_in_the_declared_part_until_it_writes_an_extra_member(small_tokenizer, monkeypatch):
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)  # (this small lattice would be solved by regions)
+    language = bpefst.promote(small_tokenizer, json_schema=SCHEMA)
+    product = language.on_demand()
+    assert isinstance(product.good, DeclaredLiveness) and product.groups is None
+    whole = bpefst.TokenLanguage(language.pattern, small_tokenizer.model).on_demand()
+    assert not isinstance(whole.good, DeclaredLiveness)
+    for text in CLOSED_DOCUMENTS:
+        decode_both(small_tokenizer, product, whole, text)
+        assert isinstance(product.good, DeclaredLiveness), text  # nothing outside the declared part read
+    a, b = product.start, whole.start
+    for token in small_tokenizer.encode(CLOSED_DOCUMENTS[0]):  # rows from the declared part's filed groups
+        row_a, row_b = product.row(a), whole.row(b)
+        assert row_a.keys() == row_b.keys()
+        assert all(product.allowed_mask(row_a[t]) == whole.allowed_mask(row_b[t]) for t in row_a)
+        a, b = row_a[token], row_b[token]
+    assert isinstance(product.good, DeclaredLiveness)
+    for text in OPEN_DOCUMENTS:
+        decode_both(small_tokenizer, product, whole, text)
+    assert not isinstance(product.good, DeclaredLiveness) and product.groups is not None  # solved whole, once
+    assert list(product.liveness()["good"]) == list(whole.good)
+
+
+def test_writing_a_deferred_language_out_solves_it_whole(small_tokenizer, monkeypatch, tmp_path):
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)
+    language = bpefst.promote(small_tokenizer, json_schema=SCHEMA)
+    language.save(tmp_path / "schema.guide", form="guide")
+    loaded = bpefst.TokenLanguage.load(tmp_path / "schema.guide", tokenizer=small_tokenizer)
+    whole = bpefst.TokenLanguage(language.pattern, small_tokenizer.model).on_demand()
+    for text in CLOSED_DOCUMENTS + OPEN_DOCUMENTS:
+        decode_both(small_tokenizer, loaded.on_demand(), whole, text)
+
+
+def test_a_lattice_past_the_limit_is_refused_with_a_declared_part_too(small_tokenizer, monkeypatch):
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)
+    model = small_tokenizer.model
+    open_pattern, closed = translations(model, SCHEMA)
+    arcs = bpefst.TokenLanguage(open_pattern, model).on_demand().lattice_arcs
+    for declared in (None, closed):
+        with pytest.raises(ArcLimitExceeded):
+            bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=arcs // 2), declared=declared).on_demand()
+        fits = bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=10 * arcs), declared=declared)
+        assert fits.on_demand().start is not None
+
+
+def test_a_closed_schema_is_solved_whole(small_tokenizer, monkeypatch):
+    """Nothing to leave out: every state is declared, so the product is solved whole up front."""
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)
+    product = bpefst.promote(small_tokenizer, json_schema={**SCHEMA, "additionalProperties": False}).on_demand()
+    assert product.groups is not None and not isinstance(product.good, DeclaredLiveness)
+
+
+GPT2_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"},
+                                                "unit": {"enum": ["c", "f"]}}, "required": ["city"]}
+
+
+def test_declared_part_over_gpt2():
+    """A real vocabulary and pre-tokenizer: the declared states, their sets against the whole solve, and a
+    decoder through bpefst.promote, extra values one level deep."""
+    data = require_shared()
+    tokenizer = bpefst.load(data / "gpt2" / "vocab.json")
+    model = tokenizer.model
+    check_declared_states(model, GPT2_SCHEMA, 100, max_depth=1)
+    assert check_against_the_whole_solve(model, GPT2_SCHEMA, max_depth=1) > 50
+    language = bpefst.promote(tokenizer, json_schema=GPT2_SCHEMA, max_depth=1)
+    product = language.on_demand()
+    assert isinstance(product.good, DeclaredLiveness)
+    whole = bpefst.TokenLanguage(language.pattern, model).on_demand()
+    for text in ['{"city":"Zürich","unit":"c"}', '{"city":"New York"}']:
+        decode_both(tokenizer, product, whole, text)
+    assert isinstance(product.good, DeclaredLiveness)
+    decode_both(tokenizer, product, whole, json.dumps({"city": "Oslo", "pop": [1, "two"]}, separators=(",", ":")))
+    assert not isinstance(product.good, DeclaredLiveness)
