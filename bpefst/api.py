@@ -170,14 +170,24 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
                 built.on_demand()  # its lattice's limits decide here (a cut, or the refusal), not at the first guide()
             return built
 
+        closed_translation: list = []  # (made once, for whichever cut is built)
+
+        def closed_schema():
+            """The schema with its objects closed (None where it does not translate: a required member only an
+            extra one could give); translated the first time a lattice large enough to defer asks for it."""
+            if not closed_translation:
+                with warnings.catch_warnings():  # (the open translation said what the schema's reading drops)
+                    warnings.simplefilter("ignore")
+                    try:
+                        closed_translation.append(translate(False, []))
+                    except BpefstError:
+                        closed_translation.append(None)
+            return closed_translation[0]
+
         def declared_part(openness):
-            """The schema with its objects closed: the part of the language solved first (extra members when a
-            decoder enters one, :mod:`bpefst.promotion.declared`); None where it would be solved whole anyway."""
-            if openness is False or mode != "canonical" or cache_dir is not None:
-                return None
-            with warnings.catch_warnings():  # (the open translation said what the schema's reading drops)
-                warnings.simplefilter("ignore")
-                return translate(False, [])
+            """What the language solves first (:mod:`bpefst.promotion.declared`: the listed members, extra ones
+            when a decoder enters one); None where it is solved whole anyway (closed, written to a cache)."""
+            return None if openness is False or mode != "canonical" or cache_dir is not None else closed_schema
 
         lattice_limit = max_lattice_arcs if mode == "canonical" else max_arcs  # (agnostic and direct write theirs out)
         language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=lattice_limit,

@@ -2,10 +2,11 @@
 
 Oracle: the same product solved whole up front (:func:`bpefst.promotion.on_demand.solve_liveness` over
 every state's walk, itself checked against brute-force encodings in ``tests/test_token_language.py``):
-the declared part's good sets and filed tokens equal the whole solve's on every state it holds; a decoder
-following the tokenizer's own encodings of documents gets the whole product's masks and states, stays
-in the declared part while the document has only listed members, and has the whole lattice solved when
-it writes an extra member.  The declared states (compiled ``PackedRows.reached_with`` and the pure walk)
+the declared part's good sets and filed tokens equal the whole solve's on every state it holds, and its
+states it is extended to when a state outside is first read (those reachable from there); a decoder
+following the tokenizer's own encodings of documents gets the whole product's masks, stays in the declared
+part while the document has only listed members, extends it when it writes an extra member, and has the
+whole lattice solved when it leaves both.  The declared states (compiled ``PackedRows.reached_with`` and the pure walk)
 hold every state the chunked pattern reaches along a closed document's text, at every cut.
 """
 
@@ -23,7 +24,7 @@ from bpefst.automata.errors import ArcLimitExceeded
 from bpefst.automata.language import sampler
 from bpefst.promotion import on_demand
 from bpefst.promotion.agnostic import walk_groups
-from bpefst.promotion.declared import DeclaredLiveness, reached_by_prefixes
+from bpefst.promotion.declared import DeclaredLiveness, reachable, reached_by_prefixes
 from bpefst.promotion.language_build import Limits
 from bpefst.promotion.on_demand import OnDemandCanonical, solve_liveness
 from bpefst.promotion.parts import DEFAULT_PARTS
@@ -36,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # listed members, and extra ones (no additionalProperties): values of any JSON type up to max_depth
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"}},
           "required": ["name", "age"]}
+NESTED = {"type": "object", "properties": {"in": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                                  "required": ["x"]}, "age": {"type": "integer"}},
+          "required": ["in", "age"]}
 CLOSED_DOCUMENTS = ['{"name":"ab c","age":42}', '{"name":"","age":-7}', '{"name":"x\\"y","age":0}']
 OPEN_DOCUMENTS = ['{"name":"ab","age":1,"k":[1,{"a":null}]}', '{"name":"z","age":3,"size":"big","t":true}']
 
@@ -80,6 +84,10 @@ def check_declared_states(model, schema, samples: int, max_depth: int = 2) -> by
     declared = reached_by_prefixes(chunked, closed)
     as_dicts = DFA([dict(row) for row in chunked.transitions], chunked.start, chunked.finals, check=False)
     assert reached_by_prefixes(as_dicts, closed) == declared  # (the pure walk, for a compiled chunked pattern)
+    for q in random.Random(2).sample(range(len(declared)), 20):  # reachable: the same from both walks, and closed
+        reached = reachable(chunked, q)
+        assert reached == reachable(as_dicts, q) and reached[q]
+        assert all(reached[r] for p in range(len(reached)) if reached[p] for r in as_dicts.transitions[p].values())
     draw, rng = sampler(closed, 40), random.Random(0)
     for _ in range(samples):
         text = draw(rng)
@@ -102,20 +110,35 @@ def filed_tokens(row) -> set[tuple[int, int]]:
 
 
 def check_against_the_whole_solve(model, schema, max_depth: int = 2) -> int:
-    """Every state the declared part holds has the whole solve's good set and filed tokens; returns how many."""
+    """Every state the declared part holds has the whole solve's good set and filed tokens, before and after
+    the first state outside it extends it (to the states reachable from there), and the states outside
+    both are the whole solve's; returns how many states the declared part held first."""
     parts = DEFAULT_PARTS.get(model)
     open_pattern, closed = translations(model, schema, max_depth)
     chunked = chunked_of(model, open_pattern)
     cut, good, filed = whole_solve(chunked, parts)
+    asked = []
     declared = DeclaredLiveness(chunked, parts.trie, parts.automaton, cut, reached_by_prefixes(chunked, closed),
-                                then_whole=lambda: None)
-    held = [q for q in range(len(cut)) if declared.holds(q)]
-    assert len(held) < len(cut)
-    for q in held:
-        assert declared[q] == good[q], q
-        assert filed_tokens(declared.filed_of(q)) == filed_tokens(filed[q]), q
-        assert declared.bytes_of(q, (model.max_id + 8) // 8) == good[q].to_bytes((model.max_id + 8) // 8, "little")
-    return len(held)
+                                then_whole=lambda: (lambda: asked.append(1) or good))
+    length = (model.max_id + 8) // 8
+
+    def check_held() -> list[int]:
+        held = [q for q in range(len(cut)) if declared.holds(q)]
+        for q in held:
+            assert declared[q] == good[q], q
+            assert filed_tokens(declared.filed_of(q)) == filed_tokens(filed[q]), q
+            assert declared.bytes_of(q, length) == good[q].to_bytes(length, "little")
+        return held
+
+    first = check_held()
+    assert 0 < len(first) < len(cut)
+    outside = [q for q in range(len(cut)) if not declared.holds(q)]
+    exit_state = min(outside[::max(1, len(outside) // 50)], key=lambda q: reachable(chunked, q).count(1))
+    assert declared[exit_state] == good[exit_state] and not asked and declared.extended
+    extended = check_held()
+    assert len(first) < len(extended) < len(cut)
+    assert all(declared[q] == good[q] for q in range(len(cut))) and asked == [1]  # the rest: the whole solve, once
+    return len(first)
 
 
 def test_declared_states_hold_every_state_a_closed_document_reaches(small_tokenizer):
@@ -123,7 +146,7 @@ def test_declared_states_hold_every_state_a_closed_document_reaches(small_tokeni
 
 
 def test_declared_part_has_the_whole_solves_sets(small_tokenizer):
-    assert check_against_the_whole_solve(small_tokenizer.model, SCHEMA) > 20
+    assert check_against_the_whole_solve(small_tokenizer.model, NESTED) > 20
 
 
 def decode_both(tokenizer, deferred: OnDemandCanonical, whole: OnDemandCanonical, text: str) -> None:
@@ -157,10 +180,28 @@ def test_a_decoder_stays_in_the_declared_part_until_it_writes_an_extra_member(sm
         assert all(product.allowed_mask(row_a[t]) == whole.allowed_mask(row_b[t]) for t in row_a)
         a, b = row_a[token], row_b[token]
     assert isinstance(product.good, DeclaredLiveness)
-    for text in OPEN_DOCUMENTS:
+    for text in OPEN_DOCUMENTS:  # an extra member of the one object: every extra member reachable, solved whole
         decode_both(small_tokenizer, product, whole, text)
-    assert not isinstance(product.good, DeclaredLiveness) and product.groups is not None  # solved whole, once
+    assert not isinstance(product.good, DeclaredLiveness) and product.groups is not None
     assert list(product.liveness()["good"]) == list(whole.good)
+
+
+def test_a_decoder_leaving_the_declared_part_twice_apart_has_the_whole_lattice_solved(small_tokenizer, monkeypatch):
+    """An extra member of the outer object (the part is extended to what follows it), then one of the inner
+    object, which no state after the first reaches: the whole lattice is solved then, and the masks stay the
+    whole product's throughout."""
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)
+    language = bpefst.promote(small_tokenizer, json_schema=NESTED)
+    product = language.on_demand()
+    assert isinstance(product.good, DeclaredLiveness)
+    whole = bpefst.TokenLanguage(language.pattern, small_tokenizer.model).on_demand()
+    decode_both(small_tokenizer, product, whole, '{"in":{"x":1},"age":2}')
+    assert isinstance(product.good, DeclaredLiveness) and not product.good.extended
+    decode_both(small_tokenizer, product, whole, '{"in":{"x":1},"age":2,"e":[3]}')
+    assert isinstance(product.good, DeclaredLiveness) and product.good.extended and product.groups is None
+    decode_both(small_tokenizer, product, whole, '{"in":{"x":1,"f":"g h"},"age":2}')
+    assert not isinstance(product.good, DeclaredLiveness) and product.groups is not None  # solved whole, once
+    decode_both(small_tokenizer, product, whole, '{"in":{"x":5},"age":2,"e":null}')
 
 
 def test_writing_a_deferred_language_out_solves_it_whole(small_tokenizer, monkeypatch, tmp_path):
@@ -192,8 +233,9 @@ def test_a_closed_schema_is_solved_whole(small_tokenizer, monkeypatch):
     assert product.groups is not None and not isinstance(product.good, DeclaredLiveness)
 
 
-GPT2_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"},
-                                                "unit": {"enum": ["c", "f"]}}, "required": ["city"]}
+GPT2_SCHEMA = {"type": "object", "properties": {"place": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                           "required": ["city"]},
+                                                "unit": {"enum": ["c", "f"]}}, "required": ["place"]}
 
 
 def test_declared_part_over_gpt2():
@@ -208,8 +250,20 @@ def test_declared_part_over_gpt2():
     product = language.on_demand()
     assert isinstance(product.good, DeclaredLiveness)
     whole = bpefst.TokenLanguage(language.pattern, model).on_demand()
-    for text in ['{"city":"Zürich","unit":"c"}', '{"city":"New York"}']:
+    for text in ['{"place":{"city":"Zürich"},"unit":"c"}', '{"place":{"city":"New York"}}']:
         decode_both(tokenizer, product, whole, text)
     assert isinstance(product.good, DeclaredLiveness)
-    decode_both(tokenizer, product, whole, json.dumps({"city": "Oslo", "pop": [1, "two"]}, separators=(",", ":")))
-    assert not isinstance(product.good, DeclaredLiveness)
+    decode_both(tokenizer, product, whole, '{"place":{"city":"Oslo"},"unit":"f","pop":[1,"two"]}')
+    assert isinstance(product.good, DeclaredLiveness) and product.good.extended
+
+
+def test_a_schema_whose_closed_reading_is_empty_is_solved_whole(small_tokenizer, monkeypatch):
+    """A required member only an extra one can give: closed, nothing is valid (the translation refuses it), so
+    there is no declared part; the open language is promoted and solved whole, as without one."""
+    monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "b"]}
+    language = bpefst.promote(small_tokenizer, json_schema=schema)
+    product = language.on_demand()
+    assert product.groups is not None and not isinstance(product.good, DeclaredLiveness)
+    whole = bpefst.TokenLanguage(language.pattern, small_tokenizer.model).on_demand()
+    decode_both(small_tokenizer, product, whole, '{"a":1,"b":[2]}')

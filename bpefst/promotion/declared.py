@@ -32,11 +32,11 @@ which leaves S's sets as they were, so no answer given before changes.
 from __future__ import annotations
 
 from itertools import compress
+from operator import and_, or_
 
 from ..automata import DFA
 from ..bpe import CanonicalAutomaton
-from ..errors import BpefstError
-from .agnostic import SpellingTrie, walk_groups
+from .agnostic import _NOT, SpellingTrie, walk_groups
 from .pretokenized import BOUNDARY
 from .regions import open_states, state_walk
 
@@ -44,6 +44,9 @@ from .regions import open_states, state_walk
 # second solve later would cost more than the states the first leaves out (a schema whose objects list no
 # properties, or whose extra members the schema spells out, is declared almost whole).
 DECLARED_SHARE = 0.5
+# A decoder's first exit from the declared part extends it to the states reachable from there when they are
+# at most this share of the states left out, else the whole lattice is solved then.
+EXTEND_SHARE = 0.75
 
 
 def reached_by_prefixes(automaton: DFA, part: DFA) -> bytearray:
@@ -80,56 +83,106 @@ def worth_deferring(declared: bytes | bytearray) -> bool:
 
 
 class DeclaredLiveness:
-    """``good[q]`` and the filed groups of the declared states S (module docstring), solved when made; reading
-    any other state asks ``then_whole`` (a ``weakref.WeakMethod`` of the product that owns this, returning
-    every state's ``good``) and every read after goes to the whole solve.
+    """``good[q]`` and the filed groups of the declared states S (module docstring), solved when made.
+
+    The first state read outside S (a decoder has written an extra member) adds every state reachable from
+    it: the decoder can go nowhere else, and S with them is still closed under the targets liveness reads,
+    so one more solve over the two, S's walks kept, answers for all of them.  A state outside both asks
+    ``then_whole`` (a ``weakref.WeakMethod`` of the product that owns this, returning every state's
+    ``good``), and every read after goes to the whole solve.
 
     Reads as the ``good`` of :func:`.on_demand.solve_liveness`: ``len``, ``good[q]`` and :meth:`bytes_of`.
     """
 
     def __init__(self, chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, cut: list[int | None],
                  declared: bytes | bytearray, then_whole):
+        self.n = len(cut)
+        self._chunked, self._trie, self._automaton, self._then_whole = chunked, trie, automaton, then_whole
+        self._is_open = open_states(chunked.finals, cut)
+        self.solved, self.groups = _walk_closed_under_targets(chunked, trie, automaton.reachable_flags, declared,
+                                                              self._is_open)
+        self.declared_groups, self._declared_solved = self.groups, self.solved  # (what the whole solve reuses)
+        self._solve()
+        self.extended, self._whole = False, None
+
+    def _solve(self) -> None:
+        """The fixpoint over the solved states' groups, their open targets as finals (:mod:`.regions`)."""
         from .on_demand import solve_liveness  # (on_demand reads this module)
 
-        n = self.n = len(cut)
-        is_open = open_states(chunked.finals, cut)
-        self.solved, groups = _walk_closed_under_targets(chunked, trie, automaton.reachable_flags, declared, is_open)
-        finals = list(compress(range(n), is_open))
-        self._good, self._filed = solve_liveness(groups, n, finals, [None] * n, automaton)
-        self._then_whole, self._whole = then_whole, None
+        finals = list(compress(range(self.n), self._is_open))
+        self._good, self._filed = solve_liveness(self.groups, self.n, finals, [None] * self.n, self._automaton)
 
     def __len__(self) -> int:
         return self.n
 
     def holds(self, q: int) -> bool:
-        """Whether ``q``'s sets come from the declared part's solve (the whole not solved yet)."""
-        return self._whole is None and bool(self.solved[q])
+        """Whether ``q``'s sets come from this part's solve (S, and what the first exit added)."""
+        return bool(self.solved[q])
+
+    def _answering(self, q: int):
+        """The good sets that answer for ``q``: this part's, extended or handed to the whole solve if need be."""
+        if self.solved[q]:
+            return self._good
+        if self._whole is None and not self.extended:
+            self.extended = True
+            if self._extend_to(q):
+                return self._good
+        if self._whole is None:
+            solve = self._then_whole()
+            self._whole = solve()  # (the product that owns this, if it is still there: reads go through it)
+        return self._whole
 
     def __getitem__(self, q: int) -> int:
-        return self._good[q] if self.holds(q) else self._whole_good()[q]
+        return self._answering(q)[q]
 
     def __iter__(self):
         return map(self.__getitem__, range(self.n))
 
     def bytes_of(self, q: int, length: int) -> bytes | None:
         """``good[q].to_bytes(length, "little")``, None when the set has a token past ``length`` bytes."""
-        good = self._good if self.holds(q) else self._whole_good()
-        as_bytes = getattr(good, "bytes_of", None)
-        if as_bytes is not None:
-            return as_bytes(q, length)
-        return None if good[q].bit_length() > 8 * length else good[q].to_bytes(length, "little")
+        from .on_demand import good_as_bytes  # (on_demand reads this module)
+
+        return good_as_bytes(self._answering(q), q, length)
 
     def filed_of(self, q: int):
-        """``q``'s good tokens by group with their targets, from the declared part's solve (``holds(q)``)."""
+        """``q``'s good tokens by group with their targets, from this part's solve (``holds(q)``)."""
         return self._filed[q]
 
-    def _whole_good(self):
-        if self._whole is None:
-            solve = self._then_whole()
-            if solve is None:
-                raise BpefstError("the promoted language this liveness belongs to is gone")
-            self._whole, self._good, self._filed = solve(), None, None  # (the declared part's sets are the whole's)
-        return self._whole
+    def undeclared(self) -> bytes:
+        """A byte per state: 1 for the states outside S, which ``declared_groups`` has no walks of."""
+        return self._declared_solved.translate(_NOT)
+
+    def _extend_to(self, q: int) -> bool:
+        """The first exit: the states reachable from ``q`` walked (those not walked yet) and solved with S;
+        False, nothing done, when they are most of the rest (an exit from the outermost object reaches every
+        extra member after it: the whole solve is no dearer, and serves every later exit)."""
+        reached = reachable(self._chunked, q)
+        new = bytes(map(and_, reached, self.solved.translate(_NOT)))
+        if new.count(1) > EXTEND_SHARE * (self.n - self.solved.count(1)):
+            return False
+        self.groups = self.groups + [(tokens, pairs) for tokens, pairs in walk_groups(
+            self._chunked, self._trie, None, keep=self._automaton.reachable_flags, sources=new) if pairs]
+        self.solved = bytearray(map(or_, self.solved, reached))
+        self._solve()
+        return True
+
+
+def reachable(automaton: DFA, q: int) -> bytes | bytearray:
+    """A byte per state of ``automaton``: 1 where a path from ``q`` leads (``q`` included; ``BOUNDARY`` arcs
+    too), from the compiled chunked pattern's ``PackedRows.reachable`` where it has one."""
+    rows = automaton.transitions
+    sources = bytearray(len(rows))
+    sources[q] = 1
+    compiled = getattr(rows, "reachable", None)
+    if compiled is not None:
+        return compiled(sources)
+    stack = [q]
+    while stack:
+        for r in rows[stack.pop()].values():
+            if not sources[r]:
+                sources[r] = 1
+                stack.append(r)
+    return sources
 
 
 def _walk_closed_under_targets(chunked: DFA, trie: SpellingTrie, keep, declared, is_open: bytearray):

@@ -113,14 +113,18 @@ def _has_cuts(rows) -> bool:
     return has_boundary() if has_boundary is not None else any(BOUNDARY in row for row in rows)
 
 
-def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts, limits: Limits,
-                  declared: DFA | None = None):
+def build_product(source: DFA, model: BPEModel, mode: str, parts: TokenizerParts, limits: Limits, declared=None):
     """The product of ``mode`` over ``source`` (module docstring): an OnDemandCanonical or a DFA.  ``declared``
-    (canonical): a sublanguage of the pattern whose part of the lattice is solved first (:mod:`.declared`)."""
+    (canonical): a sublanguage of the pattern whose part of the lattice is solved first (:mod:`.declared`),
+    or a function returning it or None (asked only when the product would solve its lattice whole)."""
     if mode == "canonical":
-        declared_states = reached_by_prefixes(source, trim(declared)) if declared is not None else None
+        def declared_states():
+            part = declared() if callable(declared) else declared
+            return None if part is None else reached_by_prefixes(source, trim(part))
+
         return OnDemandCanonical(source, parts.trie, parts.automaton, BOUNDARY, max_states=limits.max_states,
-                                 max_lattice_arcs=limits.max_lattice_arcs, declared=declared_states)
+                                 max_lattice_arcs=limits.max_lattice_arcs,
+                                 declared=declared_states if declared is not None else None)
     if mode == "agnostic":
         return promote_agnostic(source, model, parts.trie, minimal=False, max_arcs=limits.max_arcs)
     return promote_direct(source, model)

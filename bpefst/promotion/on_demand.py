@@ -107,12 +107,13 @@ class OnDemandCanonical:
 
     The interface of a DFA as :class:`~.guided.GuidedAutomaton` uses it:
     ``start``, ``finals`` (a container), ``step``, ``row`` and ``arc_count``.
-    ``declared``: a flag per state of ``chunked``, the states :func:`.declared.reached_by_prefixes` finds.
+    ``declared``: a flag per state of ``chunked``, the states :func:`.declared.reached_by_prefixes` finds (or a
+    function returning them or None, called only where they would be used).
     """
 
     def __init__(self, chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, boundary: int,
                  max_states: int | None = None, max_lattice_arcs: int | None = None,
-                 declared: bytes | bytearray | None = None):
+                 declared=None):
         self.automaton = automaton
         self.max_states = max_states
         self.finals_q = chunked.finals
@@ -123,21 +124,34 @@ class OnDemandCanonical:
         if len(self.cut) <= REGIONS_FIRST_STATES and _lattice_bound(chunked, trie) <= limit:
             # the first mask from the start's region, the rest from one whole solve when the decoder needs more
             self.good = RegionLiveness(chunked, trie, automaton, self.cut, then_whole=WeakMethod(self._whole_good))
-        elif declared is not None and worth_deferring(declared) and (
-                max_lattice_arcs is None or _lattice_bound(chunked, trie) <= max_lattice_arcs):
+        elif (declared_states := self._declared_if_bounded(declared)) is not None and worth_deferring(declared_states):
             # the declared part solved now, the rest when a decoder leaves it (never refused: bounded here)
-            self.good = DeclaredLiveness(chunked, trie, automaton, self.cut, declared, WeakMethod(self._whole_good))
+            self.good = DeclaredLiveness(chunked, trie, automaton, self.cut, declared_states,
+                                         WeakMethod(self._whole_good))
         else:  # the whole lattice walked now, refused here if it is past the limit
             self._solve_whole()
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
         self._pattern_rows, self._spellings = chunked.transitions, trie.spellings or trie._spell_all()
         self._begin(chunked.start)
 
+    def _declared_if_bounded(self, declared) -> bytes | bytearray | None:
+        """The declared states' flags (``declared``: them, or a function returning them or None), or None when
+        there are none or the lattice's bound passes the limit (the whole walk decides then, as without them)."""
+        if declared is None or not (self._max_lattice_arcs is None or
+                                    _lattice_bound(self._chunked, self._trie) <= self._max_lattice_arcs):
+            return None
+        return declared() if callable(declared) else declared
+
     def _solve_whole(self) -> None:
         """The lattice of every state walked and ``good`` solved over all of it, with the groups filed per
         state that rows (:meth:`lattice_row`), the disk cache and the shared rows read."""
         # tokens A_BPE never produces are no arcs at all
-        groups = walk_groups(self._chunked, self._trie, self._max_lattice_arcs, keep=self.automaton.reachable_flags)
+        keep, declared = self.automaton.reachable_flags, getattr(self, "good", None)
+        if not isinstance(declared, DeclaredLiveness):
+            groups = walk_groups(self._chunked, self._trie, self._max_lattice_arcs, keep=keep)
+        else:  # S's walks kept, the rest walked (a lattice bounded below the limit when it was deferred)
+            groups = declared.declared_groups + walk_groups(self._chunked, self._trie, None, keep=keep,
+                                                            sources=declared.undeclared())
         if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens
             groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
         self.groups = groups

@@ -79,12 +79,13 @@ class TokenLanguage:
     ``declared`` (canonical): a sublanguage of ``pattern`` a decoder is expected
     to stay in, solved first and the rest when a decoder leaves it
     (:mod:`.declared`: a JSON Schema translated with its objects closed), the
-    same language either way.
+    same language either way; a DFA, or a function returning one or None,
+    called only when the lattice is large enough to be solved in two parts.
     """
 
     def __init__(self, pattern: DFA, model: BPEModel, mode: str = "canonical", pretokenize: bool = True, *,
                  limits: Limits = Limits(), automaton=None, parts: PartsCache | None = None, source: str | None = None,
-                 cache_dir: str | os.PathLike | None = None, declared: DFA | None = None):
+                 cache_dir: str | os.PathLike | None = None, declared=None):
         check_mode(mode)
         if native.core is not None:  # what a large earlier language freed (once dropped) goes back before this builds
             native.core.release_freed()

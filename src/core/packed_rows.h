@@ -9,7 +9,7 @@
  * As a sequence it is what DFA.transitions is: len(), rows[q] (a dict symbol -> target, the same object
  * every time: read it, do not change it), iteration, == with a list of dicts (and pickling as one).  Beside
  * that, what the promotion reads of every row without making dicts: cuts(), weights(), has_boundary(),
- * reached_with(). */
+ * reachable(), reached_with(). */
 
 #define PACKED_BOUNDARY (-1LL) /* the key of a row's BOUNDARY arc (symbols are >= 0) */
 
@@ -297,6 +297,39 @@ static PyObject *PackedRows_reached_with(PackedRows *p, PyObject *args) {
     return reached;
 }
 
+/* reachable(sources) -> bytearray: per state, 1 where some path (BOUNDARY arcs included) leads from a state
+ * whose byte in `sources` (one per state) is not 0, those states included. */
+static PyObject *PackedRows_reachable(PackedRows *p, PyObject *sources) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(sources, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len != p->states) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "reachable() takes one byte per state");
+        return NULL;
+    }
+    PyObject *reached = PyByteArray_FromStringAndSize(NULL, p->states);
+    int32_t *stack = reached ? malloc(((size_t)p->states + 1) * sizeof(int32_t)) : NULL;
+    if (reached && !stack) {
+        Py_CLEAR(reached);
+        PyErr_NoMemory();
+    }
+    if (reached) {
+        char *flag = PyByteArray_AS_STRING(reached);
+        const unsigned char *given = view.buf;
+        size_t depth = 0;
+        for (Py_ssize_t q = 0; q < p->states; q++)
+            if ((flag[q] = given[q] != 0)) stack[depth++] = (int32_t)q;
+        while (depth) { /* each state pushed once: when its flag is set */
+            int32_t r = p->row_of[stack[--depth]];
+            for (size_t a = p->start[r]; a < p->start[r + 1]; a++)
+                if (!flag[p->target[a]]) flag[p->target[a]] = 1, stack[depth++] = p->target[a];
+        }
+    }
+    free(stack);
+    PyBuffer_Release(&view);
+    return reached;
+}
+
 static PyMethodDef PackedRows_methods[] = {
     {"follow", (PyCFunction)PackedRows_follow, METH_VARARGS,
      "follow(q, symbols) -> the state reached from q along symbols, or None where an arc is missing."},
@@ -304,6 +337,8 @@ static PyMethodDef PackedRows_methods[] = {
     {"weights", (PyCFunction)PackedRows_weights, METH_O,
      "weights(table) -> per state, the sum of table[symbol] (an array('q')) over its row's symbols."},
     {"has_boundary", (PyCFunction)PackedRows_has_boundary, METH_NOARGS, "Whether some state has a BOUNDARY arc."},
+    {"reachable", (PyCFunction)PackedRows_reachable, METH_O,
+     "reachable(sources) -> per state, 1 where a path leads from a state whose byte in sources is not 0."},
     {"reached_with", (PyCFunction)PackedRows_reached_with, METH_VARARGS,
      "reached_with(part, start, part_start) -> per state, 1 where a prefix of a word of part (rows as dicts) leads."},
     {"__reduce__", (PyCFunction)reduce_as_list, METH_NOARGS, "Pickled as the list of dicts it stands for."},
