@@ -165,7 +165,7 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
                                                   .get(openness, openness), member_order], sort_keys=True, default=str)
             built = TokenLanguage(pattern, model, mode, pretokenize, parts=parts, source=source, cache_dir=cache_dir,
                                   limits=Limits(max_states, max_arcs, lattice_per_arc, max_lattice_arcs),
-                                  declared=declared_part(openness))
+                                  declared=declared_part(openness, pattern))
             if mode == "canonical":
                 built.on_demand()  # its lattice's limits decide here (a cut, or the refusal), not at the first guide()
             return built
@@ -173,21 +173,26 @@ def promote(tokenizer: Tokenizer, regex: str | None = None, *, json_schema: dict
         closed_translation: list = []  # (made once, for whichever cut is built)
 
         def closed_schema():
-            """The schema with its objects closed (None where it does not translate: a required member only an
-            extra one could give); translated the first time a lattice large enough to defer asks for it."""
+            """The schema with its objects closed, translated the first time a lattice large enough to defer asks
+            for it; None where no object was open, or it does not translate (a member required that only an
+            extra one could give)."""
             if not closed_translation:
                 with warnings.catch_warnings():  # (the open translation said what the schema's reading drops)
                     warnings.simplefilter("ignore")
+                    closed: list = []
                     try:
-                        closed_translation.append(translate(False, []))
+                        pattern = translate(False, closed)
                     except BpefstError:
-                        closed_translation.append(None)
+                        pattern = None
+                closed_translation.append(pattern if closed else None)
             return closed_translation[0]
 
-        def declared_part(openness):
+        def declared_part(openness, pattern):
             """What the language solves first (:mod:`bpefst.promotion.declared`: the listed members, extra ones
             when a decoder enters one); None where it is solved whole anyway (closed, written to a cache)."""
-            return None if openness is False or mode != "canonical" or cache_dir is not None else closed_schema
+            if openness is False or mode != "canonical" or cache_dir is not None:
+                return None
+            return lambda: None if (closed := closed_schema()) is None or closed == pattern else closed
 
         lattice_limit = max_lattice_arcs if mode == "canonical" else max_arcs  # (agnostic and direct write theirs out)
         language, cut = schema_fallback(translate, build, open_objects, max_depth=max_depth, max_arcs=lattice_limit,
