@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import bpefst
+from bpefst import native
 from bpefst.automata import DFA, trim
 from bpefst.automata.errors import ArcLimitExceeded
 from bpefst.automata.language import sampler
@@ -267,3 +268,20 @@ def test_a_schema_whose_closed_reading_is_empty_is_solved_whole(small_tokenizer,
     assert product.groups is not None and not isinstance(product.good, DeclaredLiveness)
     whole = bpefst.TokenLanguage(language.pattern, small_tokenizer.model).on_demand()
     decode_both(small_tokenizer, product, whole, '{"a":1,"b":[2]}')
+
+
+@pytest.mark.skipif(native.core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")
+@pytest.mark.parametrize("call, error", [
+    (lambda rows: rows.reached_with([{1.5: 0}], 0, 0), TypeError),
+    (lambda rows: rows.reached_with([{0: 99}], 0, 0), ValueError),
+    (lambda rows: rows.reached_with([{-1: 0}], 0, 0), ValueError),
+    (lambda rows: rows.reached_with([5], 0, 0), TypeError),
+    (lambda rows: rows.reached_with([{}], 0, 5), IndexError),
+    (lambda rows: rows.reached_with([{}], -1, 0), IndexError),
+    (lambda rows: rows.reachable(b""), ValueError),
+])
+def test_the_compiled_walks_refuse_what_is_not_a_part_or_a_flag_per_state(small_tokenizer, call, error):
+    model = small_tokenizer.model
+    rows = chunked_of(model, translations(model, SCHEMA)[0]).transitions
+    with pytest.raises(error):
+        call(rows)

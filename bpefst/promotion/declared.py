@@ -25,8 +25,10 @@ document, every configuration of its state lies in D.
 is good whatever follows).  Let S be D closed under those targets: the
 fixpoint over S alone, its open targets as finals, gives every state of S
 the whole lattice's ``good`` and the same tokens filed (grouped as its own
-walks group them).  Reading any state outside S solves the whole lattice,
-which leaves S's sets as they were, so no answer given before changes.
+walks group them).  The same holds of any set closed that way, so the first
+state read outside S (a decoder has written an extra member) adds the
+states reachable from it, where the decoder now stays, and a state outside
+both solves the whole lattice; no set given before changes.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from operator import and_, or_
 
 from ..automata import DFA
 from ..bpe import CanonicalAutomaton
+from ..errors import BpefstError
 from .agnostic import _NOT, SpellingTrie, walk_groups
 from .pretokenized import BOUNDARY
 from .regions import open_states, state_walk
@@ -128,8 +131,10 @@ class DeclaredLiveness:
             if self._extend_to(q):
                 return self._good
         if self._whole is None:
-            solve = self._then_whole()
-            self._whole = solve()  # (the product that owns this, if it is still there: reads go through it)
+            solve = self._then_whole()  # (the product that owns this: only it reads this object)
+            if solve is None:
+                raise BpefstError("the promoted language this liveness belongs to is gone")
+            self._whole = solve()
         return self._whole
 
     def __getitem__(self, q: int) -> int:

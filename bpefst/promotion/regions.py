@@ -75,10 +75,9 @@ class RegionLiveness:
     """
 
     def __init__(self, chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, cut: list[int | None],
-                 engine: str | None = None, then_whole=None, regions_before_whole: int = 1):
+                 engine: str | None = None, then_whole=None):
         self.automaton, self.engine = automaton, engine
         self._then_whole, self._whole = then_whole, None  # see __getitem__
-        self.regions_before_whole = regions_before_whole
         self.n = len(cut)
         self.is_open = open_states(chunked.finals, cut)
         self._walk_from = state_walk(chunked, trie, automaton.reachable_flags, engine)
@@ -93,12 +92,11 @@ class RegionLiveness:
         """``good[q]``: from the regions solved so far, or by solving ``q``'s.  Given ``then_whole`` (a
         function returning every state's ``good``, for lattices small enough to solve whole in a few
         milliseconds), the first region answers the first mask and the second asks for the whole instead:
-        one solve for the rest of the decoding, cheaper than a region per new state (after
-        ``regions_before_whole`` regions, 1 by default).  ``then_whole`` is a ``weakref.WeakMethod``: the
-        product owns this object, and no cycle keeps either alive."""
+        one solve for the rest of the decoding, cheaper than a region per new state.  ``then_whole`` is a
+        ``weakref.WeakMethod``: the product owns this object, and no cycle keeps either alive."""
         found = self._good.get(q)
         if found is None:
-            if self._whole is None and self._then_whole is not None and self.regions >= self.regions_before_whole:
+            if self._whole is None and self._then_whole is not None and self.regions:
                 solve = self._then_whole()  # (a weak method: the product that owns this, if it is still there)
                 self._whole, self._then_whole = (solve() if solve is not None else None), None
             if self._whole is not None:

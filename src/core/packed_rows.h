@@ -230,6 +230,10 @@ static PyObject *PackedRows_reached_with(PackedRows *p, PyObject *args) {
             return NULL;
         }
         while (PyDict_Next(row, &pos, &key, &value)) {
+            if (!PyLong_CheckExact(key) || !PyLong_CheckExact(value)) { /* (nothing of Python's runs in between) */
+                PyErr_SetString(PyExc_TypeError, "reached_with() takes the part's arcs as ints");
+                return NULL;
+            }
             long long symbol = PyLong_AsLongLong(key), target = PyLong_AsLongLong(value);
             if ((symbol == -1 || target == -1) && PyErr_Occurred()) return NULL;
             if (symbol < 0 || target < 0 || target >= m) {
@@ -257,8 +261,10 @@ static PyObject *PackedRows_reached_with(PackedRows *p, PyObject *args) {
         for (Py_ssize_t c = 0; c < m; c++) {
             PyObject *key, *value;
             Py_ssize_t pos = 0;
-            while (PyDict_Next(PyList_GET_ITEM(part, c), &pos, &key, &value))
-                next[(size_t)c * (size_t)width + (size_t)PyLong_AsLongLong(key)] = (int32_t)PyLong_AsLongLong(value);
+            while (PyDict_Next(PyList_GET_ITEM(part, c), &pos, &key, &value)) {
+                long long symbol = PyLong_AsLongLong(key), target = PyLong_AsLongLong(value);
+                next[(size_t)c * (size_t)width + (size_t)symbol] = (int32_t)target; /* (checked above) */
+            }
         }
         char *flag = PyByteArray_AS_STRING(reached);
         memset(flag, 0, (size_t)p->states);
