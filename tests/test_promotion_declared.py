@@ -2,17 +2,16 @@
 
 Oracle: the same product solved whole up front (:func:`bpefst.promotion.on_demand.solve_liveness` over
 every state's walk, itself checked against brute-force encodings in ``tests/test_token_language.py``):
-the declared part's good sets and filed tokens equal the whole solve's on every state it holds, and its
-states it is extended to when a state outside is first read (those reachable from there); a decoder
-following the tokenizer's own encodings of documents gets the whole product's masks, stays in the declared
-part while the document has only listed members, extends it when it writes an extra member, and has the
-whole lattice solved when it leaves both.  The declared states (compiled ``PackedRows.reached_with`` and the pure walk)
-hold every state the chunked pattern reaches along a closed document's text, at every cut.
+the declared part's good sets and filed tokens equal the whole solve's on every state it holds, also
+after the first state read outside extends it (to the states reachable from there); a decoder following
+the tokenizer's own encodings of documents gets the whole product's masks, stays in the declared part
+while the document has only listed members, extends it when it writes an extra member, and has the whole
+lattice solved when it leaves both.  The declared states (compiled ``PackedRows.reached_with`` and the
+pure walk) hold every state the chunked pattern reaches along a closed document's text, at every cut.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -216,15 +215,23 @@ def test_writing_a_deferred_language_out_solves_it_whole(small_tokenizer, monkey
 
 
 def test_a_lattice_past_the_limit_is_refused_with_a_declared_part_too(small_tokenizer, monkeypatch):
+    """The declared part is solved first only where the lattice's bound is within max_lattice_arcs: a lattice
+    past the limit is refused at once, as without a declared part, and one within it is deferred."""
     monkeypatch.setattr(on_demand, "REGIONS_FIRST_STATES", 10)
     model = small_tokenizer.model
     open_pattern, closed = translations(model, SCHEMA)
     arcs = bpefst.TokenLanguage(open_pattern, model).on_demand().lattice_arcs
+    bound = on_demand._lattice_bound(chunked_of(model, open_pattern), DEFAULT_PARTS.get(model).trie)
+    assert arcs < bound
     for declared in (None, closed):
         with pytest.raises(ArcLimitExceeded):
-            bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=arcs // 2), declared=declared).on_demand()
-        fits = bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=10 * arcs), declared=declared)
-        assert fits.on_demand().start is not None
+            bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=arcs - 1),
+                                 declared=declared).on_demand()
+        product = bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=bound),
+                                       declared=declared).on_demand()
+        assert isinstance(product.good, DeclaredLiveness) == (declared is not None)
+    within_the_arcs = bpefst.TokenLanguage(open_pattern, model, limits=Limits(max_lattice_arcs=arcs), declared=closed)
+    assert not isinstance(within_the_arcs.on_demand().good, DeclaredLiveness)  # (not bounded: walked whole, and fits)
 
 
 def test_a_closed_schema_is_solved_whole(small_tokenizer, monkeypatch):
