@@ -34,12 +34,12 @@ both solves the whole lattice; no set given before changes.
 from __future__ import annotations
 
 from itertools import compress
-from operator import and_, or_
+from operator import or_
 
 from ..automata import DFA
 from ..bpe import CanonicalAutomaton
 from ..errors import BpefstError
-from .agnostic import _NOT, SpellingTrie, walk_groups
+from .agnostic import _NOT, SpellingTrie, _both, walk_groups
 from .pretokenized import BOUNDARY
 from .regions import open_states, state_walk
 
@@ -162,7 +162,7 @@ class DeclaredLiveness:
         False, nothing done, when they are most of the rest (an exit from the outermost object reaches every
         extra member after it: the whole solve is no dearer, and serves every later exit)."""
         reached = reachable(self._chunked, q)
-        new = bytes(map(and_, reached, self.solved.translate(_NOT)))
+        new = _both(reached, self.solved.translate(_NOT))
         if new.count(1) > EXTEND_SHARE * (self.n - self.solved.count(1)):
             return False
         self.groups = self.groups + [(tokens, pairs) for tokens, pairs in walk_groups(
