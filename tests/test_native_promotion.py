@@ -280,15 +280,17 @@ def random_large_pattern(rng, symbols: list[int], n: int, row_size) -> list[dict
 
 
 def assert_walks_match_the_pure_walks(transitions, trie) -> None:
-    """Both walks on both engines, whole and from the wide states."""
+    """Both walks on both engines, whole and from the wide states, the compiled ones given the transitions and
+    given a StateWalk over them (its packed rows read as they are, as walk_groups' ``packed``)."""
     walker = trie.native_walker()
     assert walker is not None
     everything = agnostic._groups_by_walks(transitions, trie)
-    assert agnostic._walk_natively(walker, transitions, None, True) == everything
     wide = bytes(len(row) >= 24 for row in transitions)
-    assert agnostic._walk_natively(walker, transitions, None, True, None, True, wide) == \
-        agnostic._groups_by_transforms(transitions, trie, None, None, wide)
-    assert ordered(agnostic._walk_natively(walker, transitions, None, False)) == ordered(pure_rows(transitions, trie))
+    for rows in (transitions, walker.over(transitions)):
+        assert agnostic._walk_natively(walker, rows, None, True) == everything
+        assert agnostic._walk_natively(walker, rows, None, True, None, True, wide) == \
+            agnostic._groups_by_transforms(transitions, trie, None, None, wide)
+        assert ordered(agnostic._walk_natively(walker, rows, None, False)) == ordered(pure_rows(transitions, trie))
 
 
 def test_walks_of_a_pattern_too_large_for_a_dense_lookup_match_the_pure_walks() -> None:

@@ -21,6 +21,7 @@ import pytest
 import bpefst
 from bpefst import native
 from bpefst.promotion import agnostic
+from bpefst.promotion.agnostic import SpellingTrie
 from bpefst.promotion.on_demand import OnDemandCanonical, solve_liveness
 from bpefst.promotion.parts import DEFAULT_PARTS
 from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
@@ -124,6 +125,30 @@ def test_the_compiled_state_walk_refuses_what_is_not_a_state(small_tokenizer, ba
         walk.walk(len(chunked.transitions))
     with pytest.raises(ValueError):
         parts.trie.native_walker().over(chunked.transitions, b"\1")  # keep: one byte per token
+
+
+@pytest.mark.skipif(native.core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")
+def test_the_whole_walks_read_a_state_walks_rows_of_their_own_trie_only(small_tokenizer):
+    """TrieWalker.walk and walk_transforms take a StateWalk of the same walker in place of the transitions and
+    read its packed rows (the groups of the transitions themselves); one of another trie's walker numbers the
+    symbols otherwise, and is refused, as is a StateWalk given to over()."""
+    model = small_tokenizer.model
+    parts = DEFAULT_PARTS.get(model)
+    keep = bytes(parts.automaton.reachable_flags)
+    chunked = chunked_of(model, patterns(model)["words"])
+    walker = parts.trie.native_walker()
+    packed = walker.over(chunked.transitions, keep)
+    for rows in (packed, chunked.transitions):
+        assert walker.walk(rows, -1, True, keep) == walker.walk(chunked.transitions, -1, True, keep)
+        assert walker.walk_transforms(rows, -1, keep) == walker.walk_transforms(chunked.transitions, -1, keep)
+    other = SpellingTrie.from_model(model).native_walker()
+    assert other is not walker
+    with pytest.raises(ValueError, match="another trie"):
+        other.walk(packed, -1, True)
+    with pytest.raises(ValueError, match="another trie"):
+        other.walk_transforms(packed, -1)
+    with pytest.raises(TypeError):
+        walker.over(packed)
 
 
 def test_a_guide_solves_the_starts_region_then_the_whole_lattice(small_tokenizer, monkeypatch):

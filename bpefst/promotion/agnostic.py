@@ -564,7 +564,8 @@ def _walk(transitions: list[dict[int, int]], steps: list[dict[int, tuple[int, in
 
 
 def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
-                keep=None, sources: bytes | None = None) -> list[tuple[array, dict[int, int]]]:
+                keep=None, sources: bytes | None = None, weights: list[int] | None = None,
+                packed=None) -> list[tuple[array, dict[int, int]]]:
     """The lattice of ``pattern`` as groups ``(tokens, {q: r})``: every token of a group takes every arc ``q -> r``;
     ``tokens`` ascending, an ``array('I')`` (:func:`token_array`).
 
@@ -581,33 +582,40 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     ``keep``: a flag per token (A_BPE's ``reachable``); the
     tokens without it are left out of their groups and groups left empty are
     dropped (``max_arcs`` counts the arcs before that).  ``sources``: one byte per state, 0 for the states not
-    walked from (None: all).
+    walked from (None: all).  ``weights``: the rows' weights (:func:`_row_weights`) where the caller has them.
+    ``packed``: the caller's :func:`.regions.state_walker` over ``pattern``, whose packed rows the compiled
+    walks read instead of packing them again (a JSON Schema's 2M arcs: 2 ms a packing); where two walks run
+    and none is given, one is made for both.
     """
     transitions = pattern.transitions
     walker = trie.native_walker()
+    walked = transitions if walker is None or packed is None else packed  # what the compiled walks read
     if len(transitions) <= _TRANSFORM_WALK_STATES:
         if walker is not None:
-            return _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True,
+            return _walk_natively(walker, walked, max_arcs, groups=True, keep=keep, transforms=True,
                                   sources=sources)
         return _groups_by_transforms(transitions, trie, max_arcs, keep, sources)
-    weights = _row_weights(transitions, trie.leading_counts())
+    if weights is None:
+        weights = _row_weights(transitions, trie.leading_counts())
     heavy = bytes(map(_TRANSFORM_WALK_WEIGHT.__le__, weights))  # (a generator expression took 3-4 ms for 50,000)
     light = heavy.translate(_NOT)
     if sources is not None:
         heavy, light = _both(heavy, sources), _both(light, sources)
     if not any(heavy):
-        return _walk_one_by_one(transitions, trie, walker, max_arcs, keep, sources=light)
+        return _walk_one_by_one(walked, trie, walker, max_arcs, keep, sources=light)
+    if walker is not None and walked is transitions:  # (two walks: the rows packed once for both)
+        walked = walker.over(transitions)
     if walker is not None and (max_arcs is None or sum(weights) <= max_arcs):  # (no refusal to wait for: below)
-        return _walk_both_natively(walker, transitions, heavy, light, max_arcs, keep)
+        return _walk_both_natively(walker, walked, heavy, light, max_arcs, keep)
     if walker is not None:
-        groups = _walk_natively(walker, transitions, max_arcs, groups=True, transforms=True, sources=heavy)
+        groups = _walk_natively(walker, walked, max_arcs, groups=True, transforms=True, sources=heavy)
     else:
         groups = _groups_by_transforms(transitions, trie, max_arcs, sources=heavy)
     arcs = sum(len(tokens) * len(pairs) for tokens, pairs in groups)  # (before keep, as the limit counts)
     groups = _kept(groups, keep)
     groups.sort(key=_first_token)
     try:
-        rest = _walk_one_by_one(transitions, trie, walker, None if max_arcs is None else max_arcs - arcs, keep,
+        rest = _walk_one_by_one(walked, trie, walker, None if max_arcs is None else max_arcs - arcs, keep,
                                 sources=light)
     except ArcLimitExceeded:
         raise ArcLimitExceeded(LATTICE, max_arcs, written_out=False) from None

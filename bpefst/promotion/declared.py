@@ -41,7 +41,7 @@ from ..bpe import CanonicalAutomaton
 from ..errors import BpefstError
 from .agnostic import _NOT, SpellingTrie, _both, walk_groups
 from .pretokenized import BOUNDARY
-from .regions import open_states, state_walk
+from .regions import open_states, state_walker
 
 # A part reaching more than this share of the chunked pattern's states is solved with the rest at once: a
 # second solve later would cost more than the states the first leaves out (a schema whose objects list no
@@ -92,18 +92,20 @@ class DeclaredLiveness:
     it: the decoder can go nowhere else, and S with them is still closed under the targets liveness reads,
     so one more solve over the two, S's walks kept, answers for all of them.  A state outside both asks
     ``then_whole`` (a ``weakref.WeakMethod`` of the product that owns this, returning every state's
-    ``good``), and every read after goes to the whole solve.
+    ``good``), and every read after goes to the whole solve.  ``weights``: the chunked pattern's row weights
+    where the caller has them (:func:`.agnostic.walk_groups`).
 
     Reads as the ``good`` of :func:`.on_demand.solve_liveness`: ``len``, ``good[q]`` and :meth:`bytes_of`.
     """
 
     def __init__(self, chunked: DFA, trie: SpellingTrie, automaton: CanonicalAutomaton, cut: list[int | None],
-                 declared: bytes | bytearray, then_whole):
+                 declared: bytes | bytearray, then_whole, weights: list[int] | None = None):
         self.n = len(cut)
         self._chunked, self._trie, self._automaton, self._then_whole = chunked, trie, automaton, then_whole
+        self._weights = weights
         self._is_open = open_states(chunked.finals, cut)
         self.solved, self.groups = _walk_closed_under_targets(chunked, trie, automaton.reachable_flags, declared,
-                                                              self._is_open)
+                                                              self._is_open, weights)
         self.declared_groups, self._declared_solved = self.groups, self.solved  # (what the whole solve reuses)
         self._solve()
         self.extended, self._whole = False, None
@@ -166,7 +168,8 @@ class DeclaredLiveness:
         if new.count(1) > EXTEND_SHARE * (self.n - self.solved.count(1)):
             return False
         self.groups = self.groups + [(tokens, pairs) for tokens, pairs in walk_groups(
-            self._chunked, self._trie, None, keep=self._automaton.reachable_flags, sources=new) if pairs]
+            self._chunked, self._trie, None, keep=self._automaton.reachable_flags, sources=new,
+            weights=self._weights) if pairs]
         self.solved = bytearray(map(or_, self.solved, reached))
         self._solve()
         return True
@@ -190,15 +193,16 @@ def reachable(automaton: DFA, q: int) -> bytes | bytearray:
     return sources
 
 
-def _walk_closed_under_targets(chunked: DFA, trie: SpellingTrie, keep, declared, is_open: bytearray):
+def _walk_closed_under_targets(chunked: DFA, trie: SpellingTrie, keep, declared, is_open: bytearray, weights=None):
     """``(S, groups)``: S (a flag per state) the ``declared`` states closed under the targets that are not open,
     and the groups of the walks from S's states, kept tokens only: the declared states' walked together
     (:func:`.agnostic.walk_groups`), the few the closure adds (mid-character states, a key's letters) one by one."""
-    groups = [(tokens, pairs) for tokens, pairs in walk_groups(chunked, trie, None, keep=keep, sources=bytes(declared))
-              if pairs]
+    walker = state_walker(chunked, trie, keep)  # (the rows packed once for every walk here)
+    groups = [(tokens, pairs) for tokens, pairs in walk_groups(chunked, trie, None, keep=keep, sources=bytes(declared),
+                                                               weights=weights, packed=walker) if pairs]
     walked = bytearray(declared)
     closing = [r for _, pairs in groups for r in pairs.values() if not walked[r] and not is_open[r]]
-    walk_from = state_walk(chunked, trie, keep) if closing else None
+    walk_from = walker.walk
     while closing:
         q = closing.pop()
         if walked[q]:

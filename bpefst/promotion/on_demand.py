@@ -119,7 +119,7 @@ class OnDemandCanonical:
         self.finals_q = chunked.finals
         self.cut = _cuts(chunked.transitions, boundary)  # (200k rows for a bounded string)
         self._chunked, self._trie, self._max_lattice_arcs = chunked, trie, max_lattice_arcs
-        self.groups = self._filed = self._lattice_arcs = None
+        self.groups = self._filed = self._lattice_arcs = self._weights = None
         limit = REGIONS_FIRST_ARCS if max_lattice_arcs is None else min(REGIONS_FIRST_ARCS, max_lattice_arcs)
         if len(self.cut) <= REGIONS_FIRST_STATES and _lattice_bound(chunked, trie) <= limit:
             # the first mask from the start's region, the rest from one whole solve when the decoder needs more
@@ -127,7 +127,7 @@ class OnDemandCanonical:
         elif (declared_states := self._declared_if_bounded(declared)) is not None and worth_deferring(declared_states):
             # the declared part solved now, the rest when a decoder leaves it (never refused: bounded here)
             self.good = DeclaredLiveness(chunked, trie, automaton, self.cut, declared_states,
-                                         WeakMethod(self._whole_good))
+                                         WeakMethod(self._whole_good), self._weights)
         else:  # the whole lattice walked now, refused here if it is past the limit
             self._solve_whole()
         self._rows_q: list[dict[int, int] | None] = [None] * len(chunked.transitions)
@@ -138,9 +138,16 @@ class OnDemandCanonical:
         """The declared states' flags (``declared``: them, or a function returning them or None), or None when
         there are none or the lattice's bound passes the limit (the whole walk decides then, as without them)."""
         if declared is None or not (self._max_lattice_arcs is None or
-                                    _lattice_bound(self._chunked, self._trie) <= self._max_lattice_arcs):
+                                    sum(self._row_weights()) <= self._max_lattice_arcs):
             return None
         return declared() if callable(declared) else declared
+
+    def _row_weights(self) -> list[int]:
+        """The chunked pattern's row weights (:func:`.agnostic._row_weights`), made once for the bound and the
+        walks that split by them."""
+        if self._weights is None:
+            self._weights = _row_weights(self._chunked.transitions, self._trie.leading_counts())
+        return self._weights
 
     def _solve_whole(self) -> None:
         """The lattice of every state walked and ``good`` solved over all of it, with the groups filed per
@@ -148,10 +155,10 @@ class OnDemandCanonical:
         # tokens A_BPE never produces are no arcs at all
         keep, declared = self.automaton.reachable_flags, getattr(self, "good", None)
         if not isinstance(declared, DeclaredLiveness):
-            groups = walk_groups(self._chunked, self._trie, self._max_lattice_arcs, keep=keep)
+            groups = walk_groups(self._chunked, self._trie, self._max_lattice_arcs, keep=keep, weights=self._weights)
         else:  # S's walks kept, the rest walked (a lattice bounded below the limit when it was deferred)
             groups = declared.declared_groups + walk_groups(self._chunked, self._trie, None, keep=keep,
-                                                            sources=declared.undeclared())
+                                                            sources=declared.undeclared(), weights=self._weights)
         if not all(map(itemgetter(1), groups)):  # (a transform no state takes); kept groups have tokens
             groups = [(tokens, pairs) for tokens, pairs in groups if pairs]
         self.groups = groups

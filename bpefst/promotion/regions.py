@@ -60,11 +60,17 @@ def open_states(finals, cut: list[int | None]) -> bytearray:
 
 def state_walk(chunked: DFA, trie: SpellingTrie, keep, engine: str | None = None):
     """``walk(q) -> [(r, tokens), ...]``: one state's arcs grouped by target in order of first appearance, the
-    tokens ``keep`` leaves out dropped (``TrieWalker.over``, the rows packed once, or :class:`_PureStateWalk`)."""
+    tokens ``keep`` leaves out dropped (:func:`state_walker`'s)."""
+    return state_walker(chunked, trie, keep, engine).walk
+
+
+def state_walker(chunked: DFA, trie: SpellingTrie, keep, engine: str | None = None):
+    """The walks from one state at a time over ``chunked``'s rows: ``TrieWalker.over``'s ``StateWalk`` (the rows
+    packed once, which :func:`.agnostic.walk_groups` reads too: its ``packed``), or :class:`_PureStateWalk`."""
     walker = trie.native_walker() if native.choose(engine) == "compiled" else None
     if walker is not None:
-        return walker.over(chunked.transitions, bytes(keep)).walk
-    return _PureStateWalk(chunked.transitions, trie, keep).walk
+        return walker.over(chunked.transitions, bytes(keep))
+    return _PureStateWalk(chunked.transitions, trie, keep)
 
 
 class RegionLiveness:

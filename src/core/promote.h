@@ -187,9 +187,14 @@ typedef struct {
     PyObject **key;         /* strong references, or NULL when not asked for */
     Py_ssize_t *size;       /* packed */
     size_t arcs;
+    int borrowed;           /* the arrays are a StateWalk's (state_walk_borrow): not freed here */
 } Rows;
 
 static void rows_free(Rows *rows) {
+    if (rows->borrowed) {
+        memset(rows, 0, sizeof *rows);
+        return;
+    }
     if (rows->key)
         for (size_t e = 0; e < rows->arcs; e++) Py_XDECREF(rows->key[e]);
     free(rows->row_of);
@@ -1066,7 +1071,10 @@ static int walker_file_state(const int32_t *pairs, size_t count, int32_t q, cons
     return 0;
 }
 
-/* What both walks read first: the `keep` flags (None: every token) and the pattern's rows packed. */
+static int state_walk_borrow(PyObject *o, const TrieWalker *w, Rows *rows); /* state_walk.h */
+
+/* What both walks read first: the `keep` flags (None: every token) and the pattern's rows packed, or borrowed
+ * from a StateWalk of this walker that packed them (`transitions` may be one: state_walk_borrow). */
 static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject *keep_object, Py_buffer *keep_view,
                             const uint8_t **keep, Rows *rows) {
     if (!w->node_start) {
@@ -1083,7 +1091,8 @@ static int walker_arguments(const TrieWalker *w, PyObject *transitions, PyObject
         }
         *keep = keep_view->buf;
     }
-    if (rows_pack(transitions, w->symbol_index, w->symbol_range, rows, 0)) {
+    int borrowed = state_walk_borrow(transitions, w, rows);
+    if (borrowed < 0 || (!borrowed && rows_pack(transitions, w->symbol_index, w->symbol_range, rows, 0))) {
         PyBuffer_Release(keep_view);
         return -1;
     }
