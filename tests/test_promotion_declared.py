@@ -29,6 +29,7 @@ from bpefst.promotion.language_build import Limits
 from bpefst.promotion.on_demand import OnDemandCanonical, solve_liveness
 from bpefst.promotion.parts import DEFAULT_PARTS
 from bpefst.promotion.pretokenized import BOUNDARY, chunked_pattern, chunker_or_whole
+from bpefst.promotion.regions import open_states, state_walker
 from bpefst.regex import alphabet_for
 from bpefst.regex.json_schema import schema_to_dfa
 from conftest import require_shared
@@ -254,6 +255,8 @@ def test_declared_part_over_gpt2():
     model = tokenizer.model
     check_declared_states(model, GPT2_SCHEMA, 100, max_depth=1)
     assert check_against_the_whole_solve(model, GPT2_SCHEMA, max_depth=1) > 50
+    if native.core is not None:  # (walks from the closure's own targets too: a key's letters)
+        check_closure(model, GPT2_SCHEMA, max_depth=1)
     language = bpefst.promote(tokenizer, json_schema=GPT2_SCHEMA, max_depth=1)
     product = language.on_demand()
     assert isinstance(product.good, DeclaredLiveness)
@@ -275,6 +278,69 @@ def test_a_schema_whose_closed_reading_is_empty_is_solved_whole(small_tokenizer,
     assert product.groups is not None and not isinstance(product.good, DeclaredLiveness)
     whole = bpefst.TokenLanguage(language.pattern, small_tokenizer.model).on_demand()
     decode_both(small_tokenizer, product, whole, '{"a":1,"b":[2]}')
+
+
+def closed_by_the_loop(walk, groups, walked, is_open):
+    """The closure as declared.py's pure loop makes it (the compiled close()'s spec)."""
+    closing = [r for _, pairs in groups for r in pairs.values() if not walked[r] and not is_open[r]]
+    while closing:
+        q = closing.pop()
+        if walked[q]:
+            continue
+        walked[q] = 1
+        for r, tokens in walk(q):
+            groups.append((tokens, {q: r}))
+            if not walked[r] and not is_open[r]:
+                closing.append(r)
+
+
+def check_closure(model, schema, max_depth: int = 2) -> None:
+    """StateWalk.close: from the declared states' groups (dicts or Pairs), the same states walked and the same
+    groups appended in the same order as the loop, each group's pairs one {q: r}."""
+    parts = DEFAULT_PARTS.get(model)
+    open_pattern, closed = translations(model, schema, max_depth)
+    chunked = chunked_of(model, open_pattern)
+    declared = reached_by_prefixes(chunked, closed)
+    keep = parts.automaton.reachable_flags
+    is_open = open_states(chunked.finals, on_demand._cuts(chunked.transitions, BOUNDARY))
+    walker = state_walker(chunked, parts.trie, keep)
+    given = [(t, p) for t, p in walk_groups(chunked, parts.trie, keep=keep, sources=bytes(declared)) if p]
+    for groups in (given, [(tokens, dict(pairs.items())) for tokens, pairs in given]):
+        compiled, walked = list(groups), bytearray(declared)
+        walker.close(compiled, walked, is_open)
+        looped, walked_by_loop = list(groups), bytearray(declared)
+        closed_by_the_loop(walker.walk, looped, walked_by_loop, is_open)
+        assert walked == walked_by_loop and walked.count(1) > declared.count(1)
+        assert len(compiled) == len(looped) > len(groups)
+        assert [(list(t), dict(p.items())) for t, p in compiled] == [(list(t), dict(p.items())) for t, p in looped]
+
+
+@pytest.mark.skipif(native.core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")
+@pytest.mark.parametrize("schema", [SCHEMA, NESTED])
+def test_the_compiled_closure_walks_and_files_as_the_loop_does(small_tokenizer, schema):
+    check_closure(small_tokenizer.model, schema)
+
+
+@pytest.mark.skipif(native.core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")
+@pytest.mark.parametrize("groups, walked, is_open, error", [
+    ([([1], {0: 10 ** 9})], None, None, ValueError),  # a target that is not a state
+    ([([1], {0: -1})], None, None, ValueError),
+    ([([1], [0])], None, None, TypeError),  # pairs neither a Pairs nor a dict
+    ([[1, {0: 0}]], None, None, TypeError),  # a group that is not a tuple
+    ([], bytearray(1), None, ValueError),  # walked: not one byte per state
+    ([], "bytes", None, BufferError),  # walked: read-only
+    ([], None, b"", ValueError),  # is_open: not one byte per state
+])
+def test_the_compiled_closure_refuses_what_is_not_groups_or_a_flag_per_state(small_tokenizer, groups, walked, is_open,
+                                                                          error):
+    model = small_tokenizer.model
+    parts = DEFAULT_PARTS.get(model)
+    chunked = chunked_of(model, translations(model, SCHEMA)[0])
+    n = len(chunked.transitions)
+    walker = state_walker(chunked, parts.trie, parts.automaton.reachable_flags)
+    walked = bytearray(n) if walked is None else bytes(n) if walked == "bytes" else walked
+    with pytest.raises(error):
+        walker.close(groups, walked, bytes(n) if is_open is None else is_open)
 
 
 @pytest.mark.skipif(native.core is None, reason=f"the compiled core is not in use here: {native.engine_description()}")

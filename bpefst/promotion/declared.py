@@ -196,11 +196,16 @@ def reachable(automaton: DFA, q: int) -> bytes | bytearray:
 def _walk_closed_under_targets(chunked: DFA, trie: SpellingTrie, keep, declared, is_open: bytearray, weights=None):
     """``(S, groups)``: S (a flag per state) the ``declared`` states closed under the targets that are not open,
     and the groups of the walks from S's states, kept tokens only: the declared states' walked together
-    (:func:`.agnostic.walk_groups`), the few the closure adds (mid-character states, a key's letters) one by one."""
+    (:func:`.agnostic.walk_groups`), the few the closure adds (mid-character states, a key's letters) one by one
+    (on the compiled core in one call, ``StateWalk.close``: the loop below, without its Python objects per target)."""
     walker = state_walker(chunked, trie, keep)  # (the rows packed once for every walk here)
     groups = [(tokens, pairs) for tokens, pairs in walk_groups(chunked, trie, None, keep=keep, sources=bytes(declared),
                                                                weights=weights, packed=walker) if pairs]
     walked = bytearray(declared)
+    close = getattr(walker, "close", None)
+    if close is not None:
+        close(groups, walked, is_open)
+        return walked, groups
     closing = [r for _, pairs in groups for r in pairs.values() if not walked[r] and not is_open[r]]
     walk_from = walker.walk
     while closing:

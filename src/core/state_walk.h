@@ -114,12 +114,123 @@ static PyObject *StateWalk_walk(StateWalk *s, PyObject *arg) {
     return out;
 }
 
+/* The targets of `pairs` (a Pairs or a dict q -> r) that are states, not walked and not open, pushed in the
+ * pairs' order.  0, or -1 with an exception. */
+static int close_push_targets(PyObject *pairs, Py_ssize_t n, const uint8_t *walked, const uint8_t *is_open, Ints *stack) {
+    if (PyObject_TypeCheck(pairs, &PairsType)) {
+        const Pairs *p = (const Pairs *)pairs;
+        for (Py_ssize_t i = 0; i < p->size; i++) {
+            int32_t r = p->target[i];
+            if (r < 0 || r >= n) goto not_a_state;
+            if (!walked[r] && !is_open[r] && ints_push(stack, r)) goto no_memory;
+        }
+        return 0;
+    }
+    if (!PyDict_Check(pairs)) {
+        PyErr_SetString(PyExc_TypeError, "close(): a group's pairs must be a Pairs or a dict");
+        return -1;
+    }
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(pairs, &at, &key, &value)) {
+        long long r;
+        if (!as_small_int(value, &r) || r < 0 || r >= n) goto not_a_state;
+        if (!walked[r] && !is_open[r] && ints_push(stack, (int32_t)r)) goto no_memory;
+    }
+    return 0;
+not_a_state:
+    PyErr_SetString(PyExc_ValueError, "close(): a group's pairs lead to what is not a state");
+    return -1;
+no_memory:
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* close(groups, walked, is_open): the declared part's closure (bpefst.promotion.declared) in one call.  The
+ * targets of the groups' pairs that are neither walked nor open are walked from, one state at a time, and so
+ * are the targets of those walks, until none is left; each walk's groups (as walk(q) gives them, the pairs a
+ * one-pair Pairs {q: r}) are appended to `groups`, and `walked` (a bytearray, one byte per state) marks every
+ * state walked from.  The same groups in the same order as the Python loop of declared.py (a stack: the last
+ * target found is walked first), without a Python object per target read. */
+static PyObject *StateWalk_close(StateWalk *s, PyObject *args) {
+    PyObject *groups, *walked_object, *open_object, *result = NULL;
+    if (!PyArg_ParseTuple(args, "O!OO:close", &PyList_Type, &groups, &walked_object, &open_object)) return NULL;
+    Py_buffer walked_view = {0}, open_view = {0};
+    Ints stack = {0};
+    Py_ssize_t n = s->rows.states;
+    if (PyObject_GetBuffer(walked_object, &walked_view, PyBUF_WRITABLE)) return NULL;
+    if (PyObject_GetBuffer(open_object, &open_view, PyBUF_SIMPLE)) {
+        PyBuffer_Release(&walked_view);
+        return NULL;
+    }
+    uint8_t *walked = walked_view.buf;
+    const uint8_t *is_open = open_view.buf;
+    if (walked_view.len != n || open_view.len != n) {
+        PyErr_SetString(PyExc_ValueError, "close(): walked and is_open must hold one byte per state");
+        goto done;
+    }
+    Py_ssize_t given = PyList_GET_SIZE(groups);
+    for (Py_ssize_t g = 0; g < given; g++) {
+        PyObject *group = PyList_GET_ITEM(groups, g);
+        if (!PyTuple_Check(group) || PyTuple_GET_SIZE(group) != 2) {
+            PyErr_SetString(PyExc_TypeError, "close(): groups must be (tokens, pairs) tuples");
+            goto done;
+        }
+        if (close_push_targets(PyTuple_GET_ITEM(group, 1), n, walked, is_open, &stack)) goto done;
+    }
+    while (stack.length) {
+        int32_t q = stack.data[--stack.length];
+        if (walked[q]) continue;
+        walked[q] = 1;
+        s->found.length = 0;
+        if (walker_walk_state(s->walker, &s->lookup, q, &s->found, &s->stack) ||
+            walker_group_by_target(s->found.data, s->found.length / 2, s->keep, s->group_of, &s->scratch, &s->sorted)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        const Ints *scratch = &s->scratch;
+        for (size_t k = 0; k < scratch->length / 3; k++) {
+            int32_t r = scratch->data[3 * k];
+            size_t size = (size_t)scratch->data[3 * k + 1];
+            if (!size) continue;
+            PyObject *tokens = token_array((const uint32_t *)s->sorted.data + scratch->data[3 * k + 2], size);
+            Pairs *pair = tokens ? pairs_new(1) : NULL;
+            PyObject *item = NULL;
+            if (pair) {
+                pair->source[0] = q, pair->target[0] = r;
+                item = PyTuple_Pack(2, tokens, (PyObject *)pair);
+            }
+            Py_XDECREF(tokens), Py_XDECREF((PyObject *)pair);
+            if (!item || PyList_Append(groups, item)) {
+                Py_XDECREF(item);
+                goto done;
+            }
+            Py_DECREF(item);
+            if (!walked[r] && !is_open[r] && ints_push(&stack, r)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(stack.data);
+    PyBuffer_Release(&walked_view);
+    PyBuffer_Release(&open_view);
+    return result;
+}
+
 static PyObject *StateWalk_len(StateWalk *s, PyObject *unused) { return PyLong_FromSsize_t(s->rows.states); }
 
 static PyMethodDef StateWalk_methods[] = {
     {"walk", (PyCFunction)StateWalk_walk, METH_O,
      "walk(q) -> [(target, tokens)]: state q's lattice arcs by target in order of first appearance, the kept "
      "tokens of each an array('I') in the walk's order, empty groups dropped."},
+    {"close", (PyCFunction)StateWalk_close, METH_VARARGS,
+     "close(groups, walked, is_open): walks from the groups' targets neither walked nor open, and from their "
+     "walks' targets in turn, appending each walk's groups (tokens, Pairs {q: r}) to groups and marking walked "
+     "(a bytearray) where it walked from."},
     {"states", (PyCFunction)StateWalk_len, METH_NOARGS, "states() -> the states of the rows walked."},
     {NULL, NULL, 0, NULL},
 };
