@@ -350,8 +350,8 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     both_walks = []  # the limits walk_groups walked the two kinds of states at once under (on two threads)
     walk_both = agnostic._walk_both_natively
     monkeypatch.setattr(agnostic, "_walk_both_natively",
-                        lambda walker, rows, heavy, light, max_arcs, keep: both_walks.append(max_arcs) or
-                        walk_both(walker, rows, heavy, light, max_arcs, keep))
+                        lambda walker, rows, heavy, first, rest, max_arcs, keep: both_walks.append(max_arcs) or
+                        walk_both(walker, rows, heavy, first, rest, max_arcs, keep))
     compiled = agnostic.walk_groups(chunked, trie, None, keep)
     everything = agnostic._groups_by_walks(transitions, trie)
     assert regroup(compiled) == regroup(agnostic._kept(everything, keep))
@@ -368,11 +368,13 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     with monkeypatch.context() as pure:
         pure.setattr(trie, "native_walker", lambda: None)
         assert agnostic.walk_groups(chunked, trie, None, keep) == compiled
-        assert agnostic.walk_groups(chunked, trie, arcs, keep) == compiled
+        # (a limit below the rows' weights: one walk after the other, the light states in one walk, so the
+        # same arcs in fewer groups)
+        assert regroup(agnostic.walk_groups(chunked, trie, arcs, keep)) == regroup(compiled)
         with pytest.raises(ArcLimitExceeded) as refused:
             agnostic.walk_groups(chunked, trie, arcs - 1, keep)
         assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
-    assert agnostic.walk_groups(chunked, trie, arcs, keep) == compiled
+    assert regroup(agnostic.walk_groups(chunked, trie, arcs, keep)) == regroup(compiled)
     with pytest.raises(ArcLimitExceeded) as refused:
         agnostic.walk_groups(chunked, trie, arcs - 1, keep)
     assert str(refused.value) == str(ArcLimitExceeded(agnostic.LATTICE, arcs - 1, written_out=False))
@@ -384,6 +386,19 @@ def test_a_large_pattern_walks_its_heavy_states_carrying_transforms(small_tokeni
     with monkeypatch.context() as pure:
         pure.setattr(trie, "native_walker", lambda: None)
         assert regroup(agnostic.walk_groups(chunked, trie, None, keep, sources)) == walked
+
+
+def test_the_light_states_split_to_balance_the_two_threads(monkeypatch) -> None:
+    """walk_groups' light states split in two: the first of them, as many as balance the heavy walk's thread
+    against this one (a heavy state counted as _HEAVY_STATE_COST light ones), then the rest."""
+    heavy, light = bytes([1, 0, 0, 0, 0, 0] * 4), bytes([0, 1, 1, 1, 1, 0] * 4)  # 4 heavy, 16 light, 4 neither
+    monkeypatch.setattr(agnostic, "_HEAVY_STATE_COST", 2)
+    first, rest = agnostic._light_split(heavy, light)
+    assert first.count(1) == (16 - 2 * 4) // 2 and first.count(1) + rest.count(1) == 16
+    assert bytes(a | b for a, b in zip(first, rest)) == light and not any(a & b for a, b in zip(first, rest))
+    assert max(q for q, f in enumerate(first) if f) < min(q for q, r in enumerate(rest) if r)
+    monkeypatch.setattr(agnostic, "_HEAVY_STATE_COST", 4)  # the heavy walk as long as the light one: no share
+    assert agnostic._light_split(heavy, light) == (bytes(24), light)
 
 
 def test_compiled_walks_pairs_read_as_the_pure_walks_dicts(small_tokenizer) -> None:

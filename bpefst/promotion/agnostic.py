@@ -576,9 +576,9 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
     a JSON string's states between two characters, which read most of the
     vocabulary, or after a space, which begins half of it) are walked together
     carrying transforms, their groups first, and the rest (mid-character
-    states, reading a few continuation bytes; digits, punctuation) one by one;
-    on the compiled core the two walks run at once, on two threads
-    (:func:`_walk_both_natively`).
+    states, reading a few continuation bytes; digits, punctuation) one by one,
+    in two walks (:func:`_light_split`) where no walk can be refused; on the
+    compiled core the walks run on two threads (:func:`_walk_both_natively`).
     ``keep``: a flag per token (A_BPE's ``reachable``); the
     tokens without it are left out of their groups and groups left empty are
     dropped (``max_arcs`` counts the arcs before that).  ``sources``: one byte per state, 0 for the states not
@@ -603,10 +603,16 @@ def walk_groups(pattern: DFA, trie: SpellingTrie, max_arcs: int | None = None,
         heavy, light = _both(heavy, sources), _both(light, sources)
     if not any(heavy):
         return _walk_one_by_one(walked, trie, walker, max_arcs, keep, sources=light)
-    if walker is not None and walked is transitions:  # (two walks: the rows packed once for both)
+    if walker is not None and walked is transitions:  # (two walks or more: the rows packed once for all)
         walked = walker.over(transitions)
-    if walker is not None and (max_arcs is None or sum(weights) <= max_arcs):  # (no refusal to wait for: below)
-        return _walk_both_natively(walker, walked, heavy, light, max_arcs, keep)
+    if max_arcs is None or sum(weights) <= max_arcs:  # (no refusal to wait for: below)
+        first, rest = _light_split(heavy, light)
+        if walker is not None:
+            return _walk_both_natively(walker, walked, heavy, first, rest, max_arcs, keep)
+        groups = _kept(_groups_by_transforms(transitions, trie, None, sources=heavy), keep)
+        groups.sort(key=_first_token)
+        return groups + [group for part in (first, rest) if any(part)
+                         for group in _groups_by_walks(transitions, trie, None, keep, part)]
     if walker is not None:
         groups = _walk_natively(walker, walked, max_arcs, groups=True, transforms=True, sources=heavy)
     else:
@@ -627,19 +633,46 @@ def _both(flags: bytes, other: bytes) -> bytes:
     return (int.from_bytes(flags, "little") & int.from_bytes(other, "little")).to_bytes(len(flags), "little")
 
 
-def _walk_both_natively(walker, transitions, heavy: bytes, light: bytes, max_arcs: int | None, keep) -> list:
-    """walk_groups on the compiled core: the ``heavy`` states carrying transforms on a second thread while this
-    one walks the ``light`` ones state by state.  Both walks run without the GIL and read only what neither writes, so on
-    two cores they take the time of the longer (a median JSON Schema's over GPT-2: the walks 60 -> 44 ms, its
-    set-up 171 -> 161 ms); the groups are the pure route's.  For a lattice the row weights bound below
-    ``max_arcs`` (walk_groups): one that may be refused is walked one walk after the other, since the walk
-    left over by a refusal could not be stopped here, and the arcs the first walk found shorten the second."""
+# A state walked carrying transforms takes about as long as this many walked one by one (over cl100k, the
+# JSONSchemaBench schemas near the median set-up: 15-37 us against 1.4-2.4 us a state).
+_HEAVY_STATE_COST = 12
+
+
+def _light_split(heavy: bytes, light: bytes) -> tuple[bytes, bytes]:
+    """``light`` as two flag strings: the first light states, walked after the heavy ones on their thread, and
+    the rest, as many as make the two threads' walks about as long (:data:`_HEAVY_STATE_COST`).  A schema's
+    mid-character states are most of its states: walked on one thread while the other walked the few heavy
+    ones, they took 2-3 times as long (a whole lattice over cl100k: 32 ms against 10)."""
+    share = (light.count(1) - _HEAVY_STATE_COST * heavy.count(1)) // 2
+    if share <= 0:
+        return bytes(len(light)), light
+    low, high = 0, len(light)  # the shortest prefix holding `share` light states
+    while low < high:
+        middle = (low + high) // 2
+        if light.count(1, 0, middle) < share:
+            low = middle + 1
+        else:
+            high = middle
+    return light[:low] + bytes(len(light) - low), bytes(low) + light[low:]
+
+
+def _walk_both_natively(walker, transitions, heavy: bytes, first: bytes, rest: bytes, max_arcs: int | None,
+                        keep) -> list:
+    """walk_groups on the compiled core: the ``heavy`` states carrying transforms, then the ``first`` light ones
+    one by one, on a second thread while this one walks the ``rest`` one by one (:func:`_light_split`).  The
+    walks run without the GIL and read only what none writes, so on two cores they take the time of the longer
+    thread (a median JSON Schema's over GPT-2: the walks 60 -> 44 ms, its set-up 171 -> 161 ms); the groups
+    are the pure route's.  For a lattice the row weights bound below ``max_arcs`` (walk_groups): one that may
+    be refused is walked one walk after the other, since the walk left over by a refusal could not be stopped
+    here, and the arcs the first walk found shorten the second."""
     walked = {}
 
     def walk_heavy() -> None:
         try:
             walked["heavy"] = _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, transforms=True,
                                              sources=heavy)
+            if any(first):
+                walked["heavy"] += _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, sources=first)
         except BaseException as error:  # (raised again on the caller's thread)
             walked["error"] = error
 
@@ -650,13 +683,13 @@ def _walk_both_natively(walker, transitions, heavy: bytes, light: bytes, max_arc
         walk_heavy()
         thread = None
     try:
-        rest = _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, sources=light)
+        after = _walk_natively(walker, transitions, max_arcs, groups=True, keep=keep, sources=rest)
     finally:
         if thread is not None:
             thread.join()
     if "error" in walked:
         raise walked["error"]
-    return walked["heavy"] + rest  # (kept and ordered by first token in the walk, as _groups_by_transforms)
+    return walked["heavy"] + after  # (the heavy walk's kept and ordered by first token, as _groups_by_transforms)
 
 
 def _row_weights(transitions, leading: array) -> list[int]:
