@@ -24,7 +24,7 @@ from bpefst.automata.errors import ArcLimitExceeded
 from bpefst.automata.language import sampler
 from bpefst.promotion import on_demand
 from bpefst.promotion.agnostic import walk_groups
-from bpefst.promotion.declared import DeclaredLiveness, reachable, reached_by_prefixes
+from bpefst.promotion.declared import DeclaredLiveness, close_by_walks, reachable, reached_by_prefixes
 from bpefst.promotion.language_build import Limits
 from bpefst.promotion.on_demand import OnDemandCanonical, solve_liveness
 from bpefst.promotion.parts import DEFAULT_PARTS
@@ -280,20 +280,6 @@ def test_a_schema_whose_closed_reading_is_empty_is_solved_whole(small_tokenizer,
     decode_both(small_tokenizer, product, whole, '{"a":1,"b":[2]}')
 
 
-def closed_by_the_loop(walk, groups, walked, is_open):
-    """The closure as declared.py's pure loop makes it (the compiled close()'s spec)."""
-    closing = [r for _, pairs in groups for r in pairs.values() if not walked[r] and not is_open[r]]
-    while closing:
-        q = closing.pop()
-        if walked[q]:
-            continue
-        walked[q] = 1
-        for r, tokens in walk(q):
-            groups.append((tokens, {q: r}))
-            if not walked[r] and not is_open[r]:
-                closing.append(r)
-
-
 def check_closure(model, schema, max_depth: int = 2) -> None:
     """StateWalk.close: from the declared states' groups (dicts or Pairs), the same states walked and the same
     groups appended in the same order as the loop, each group's pairs one {q: r}."""
@@ -309,7 +295,7 @@ def check_closure(model, schema, max_depth: int = 2) -> None:
         compiled, walked = list(groups), bytearray(declared)
         walker.close(compiled, walked, is_open)
         looped, walked_by_loop = list(groups), bytearray(declared)
-        closed_by_the_loop(walker.walk, looped, walked_by_loop, is_open)
+        close_by_walks(walker.walk, looped, walked_by_loop, is_open)
         assert walked == walked_by_loop and walked.count(1) > declared.count(1)
         assert len(compiled) == len(looped) > len(groups)
         assert [(list(t), dict(p.items())) for t, p in compiled] == [(list(t), dict(p.items())) for t, p in looped]

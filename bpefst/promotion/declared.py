@@ -205,16 +205,22 @@ def _walk_closed_under_targets(chunked: DFA, trie: SpellingTrie, keep, declared,
     close = getattr(walker, "close", None)
     if close is not None:
         close(groups, walked, is_open)
-        return walked, groups
+    else:
+        close_by_walks(walker.walk, groups, walked, is_open)
+    return walked, groups
+
+
+def close_by_walks(walk, groups: list, walked: bytearray, is_open: bytes) -> None:
+    """The groups' targets neither ``walked`` nor open walked from (``walk(q)``: a state walker's), and their
+    walks' targets in turn, last found first; each walk's groups appended to ``groups`` as ``(tokens, {q: r})``
+    and ``walked`` marked where a walk starts (the twin of the compiled ``StateWalk.close``)."""
     closing = [r for _, pairs in groups for r in pairs.values() if not walked[r] and not is_open[r]]
-    walk_from = walker.walk
     while closing:
         q = closing.pop()
         if walked[q]:
             continue
         walked[q] = 1
-        for r, tokens in walk_from(q):
+        for r, tokens in walk(q):
             groups.append((tokens, {q: r}))
             if not walked[r] and not is_open[r]:
                 closing.append(r)
-    return walked, groups

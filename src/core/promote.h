@@ -1893,6 +1893,16 @@ static int32_t product_number(Product *x, int32_t p, int32_t c, int32_t d) {
     return (int32_t)k;
 }
 
+/* An arc to (p, c, d), numbered, read from pattern arc `from` (-1: BOUNDARY); *into_first set when it leads
+ * back to state 0.  0, or NUMBER_LIMIT / NUMBER_NO_MEMORY. */
+static int product_arc(Product *x, int32_t p, int32_t c, int32_t d, int32_t from, Ints *arc_from, Ints *arc_target,
+                       int *into_first) {
+    int32_t t = product_number(x, p, c, d);
+    if (t < 0) return t;
+    if (t == 0) *into_first = 1;
+    return ints_push(arc_from, from) || ints_push(arc_target, t) ? NUMBER_NO_MEMORY : 0;
+}
+
 /* The trimmed product's rows by content, to make one dict per distinct row: a row is its kept arcs in order,
  * each (the symbol's value, or -1 for BOUNDARY; the new target).  Open addressing: state + 1, 0 free. */
 typedef struct {
@@ -2429,37 +2439,13 @@ static PyObject *chunk_product(PyObject *module, PyObject *args) {
                 nd = 0;
             }
             if (nc < 0) continue;
-            int32_t t = product_number(&x, rows.target[e], nc, nd);
-            if (t <= 0) {
-                if (t == 0) {
-                    into_first = 1;
-                } else {
-                    status = t;
-                    break;
-                }
-            }
-            if (ints_push(&arc_from, (int32_t)e) || ints_push(&arc_target, t)) {
-                status = NUMBER_NO_MEMORY;
+            if ((status = product_arc(&x, rows.target[e], nc, nd, (int32_t)e, &arc_from, &arc_target, &into_first)))
                 break;
-            }
         }
         if (status) break;
         int32_t after_cut = chunks[(size_t)c * (size_t)(atoms + 1) + (size_t)atoms];
-        if (d == 0 && after_cut >= 0) {
-            int32_t t = product_number(&x, p, after_cut, 0);
-            if (t <= 0) {
-                if (t == 0) {
-                    into_first = 1;
-                } else {
-                    status = t;
-                    break;
-                }
-            }
-            if (ints_push(&arc_from, -1) || ints_push(&arc_target, t)) {
-                status = NUMBER_NO_MEMORY;
-                break;
-            }
-        }
+        if (d == 0 && after_cut >= 0 && (status = product_arc(&x, p, after_cut, 0, -1, &arc_from, &arc_target, &into_first)))
+            break;
         if (d == 0 && pattern_final[p] && chunk_final[c] && ints_push(&finals, (int32_t)s)) status = NUMBER_NO_MEMORY;
     }
     states = (Py_ssize_t)arc_start.length;

@@ -150,7 +150,7 @@ no_memory:
  * targets of the groups' pairs that are neither walked nor open are walked from, one state at a time, and so
  * are the targets of those walks, until none is left; each walk's groups (as walk(q) gives them, the pairs a
  * one-pair Pairs {q: r}) are appended to `groups`, and `walked` (a bytearray, one byte per state) marks every
- * state walked from.  The same groups in the same order as the Python loop of declared.py (a stack: the last
+ * state walked from.  The same groups in the same order as its twin, declared.close_by_walks (a stack: the last
  * target found is walked first), without a Python object per target read. */
 static PyObject *StateWalk_close(StateWalk *s, PyObject *args) {
     PyObject *groups, *walked_object, *open_object, *result = NULL;
