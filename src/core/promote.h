@@ -1792,7 +1792,6 @@ fail:
 
 /* ---------------------------------------------------------------- chunk_product */
 
-
 /* (pattern state, chunker state, decoder state) -> product state, open addressing. */
 typedef struct {
     uint64_t *keys; /* key + 1; 0 is free */
